@@ -1,0 +1,44 @@
+# Thin wrapper around CMake + CTest. Every target installs missing Debian packages first.
+#   make sim   [PRESET=<name>] [ARGS="--rows 512 ..."]   demo matmul on the Verilated MXU
+#   make test                                           the regression (tiny and small presets)
+#   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>]   rerun one test with FST waves
+#   make lint                                           verilator --lint-only -Wall, every top
+#   make bench                                          build/reports/mxu.json
+BUILD  ?= build
+JOBS   ?= 2
+PRESET ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/presets.json)
+ARGS   ?=
+
+.PHONY: all deps configure sim test wave lint bench format clean
+all: test
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING
+
+sim: configure
+	@cmake --build $(BUILD) --target mxu_sim_$(PRESET) -j $(JOBS) | grep -v '^\[' || true
+	@$(BUILD)/tb/mxu_sim_$(PRESET) $(ARGS)
+
+test: configure
+	@cmake --build $(BUILD) --target tests -j $(JOBS)
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
+
+wave: configure
+	@test -n "$(TEST)" || { echo "usage: make wave TEST=<test name> [SEED=<n>] [PRESET=<name>]"; exit 2; }
+	@cmake --build $(BUILD) --target tests -j $(JOBS) | grep -v '^\[' || true
+	@scripts/wave.sh "$(BUILD)" "$(TEST)" "$(SEED)" "$(origin PRESET)" "$(PRESET)"
+
+lint: configure
+	@cmake --build $(BUILD) --target lint
+
+bench: configure
+	@cmake --build $(BUILD) --target bench -j $(JOBS)
+
+format:
+	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)

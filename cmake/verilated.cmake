@@ -1,0 +1,74 @@
+# One static library per (RTL top, preset), verilated once and shared by every binary that
+# simulates that top at that preset. Parameters come from configs/presets.json.
+set(TP_RTL_COMMON
+  ${PROJECT_SOURCE_DIR}/rtl/tensorpod.vlt
+  ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_pkg.sv
+  ${PROJECT_SOURCE_DIR}/rtl/common/tp_fifo.sv)
+set(TP_RTL_MXU
+  ${TP_RTL_COMMON}
+  ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu_array.sv
+  ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu_acc.sv
+  ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu.sv)
+
+# Flags for every model: assertions on, waves available at run time (FST).
+set(TP_VERILATOR_ARGS -Wall --assert -O2 --x-assign unique --x-initial unique
+    --unroll-count 256 --unroll-stmts 1)
+
+# tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...])
+function(tp_verilate lib)
+  cmake_parse_arguments(V "" "TOP;PREFIX" "SOURCES;PARAMS" ${ARGN})
+  add_library(${lib} STATIC)
+  verilate(${lib}
+    SOURCES ${V_SOURCES}
+    TOP_MODULE ${V_TOP}
+    PREFIX ${V_PREFIX}
+    TRACE_FST
+    DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${lib}.dir
+    VERILATOR_ARGS ${TP_VERILATOR_ARGS} ${V_PARAMS}
+    OPT_FAST -O2)
+  target_link_libraries(${lib} PUBLIC Threads::Threads)
+  # Verilator's headers are not ours: include them as system headers so that our warning
+  # flags apply to our code only.
+  get_target_property(incs ${lib} INTERFACE_INCLUDE_DIRECTORIES)
+  set_target_properties(${lib} PROPERTIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${incs}")
+endfunction()
+
+# The MXU models of one preset: rtl_mxu_<preset> (tp_mxu, class Vmxu_<preset>) and, for the
+# tests, rtl_mxu_array_<preset> (the array alone, class Vmxu_array_<preset>).
+function(tp_mxu_model preset)
+  if(TARGET rtl_mxu_${preset})
+    return()
+  endif()
+  tp_preset_get(n ${preset} mxu n)
+  tp_preset_get(acc_rows ${preset} mxu acc_rows)
+  tp_verilate(rtl_mxu_${preset} TOP tp_mxu PREFIX Vmxu_${preset} SOURCES ${TP_RTL_MXU}
+              PARAMS -GN=${n} -GAccRows=${acc_rows})
+endfunction()
+
+function(tp_mxu_array_model preset)
+  if(TARGET rtl_mxu_array_${preset})
+    return()
+  endif()
+  tp_preset_get(n ${preset} mxu n)
+  tp_verilate(rtl_mxu_array_${preset} TOP tp_mxu_array PREFIX Vmxu_array_${preset}
+              SOURCES ${TP_RTL_MXU} PARAMS -GN=${n} -GTagW=17)
+endfunction()
+
+# make lint: verilator --lint-only -Wall on every RTL top, at every preset's parameters.
+function(tp_lint_target)
+  set(cmds "")
+  list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_COMMON}
+       ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_unit.sv --top-module tp_fp_unit)
+  foreach(preset ${TP_ALL_PRESETS})
+    tp_preset_get(n ${preset} mxu n)
+    tp_preset_get(acc_rows ${preset} mxu acc_rows)
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_MXU} --top-module tp_mxu
+         -GN=${n} -GAccRows=${acc_rows})
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_MXU} --top-module tp_mxu_array
+         -GN=${n} -GTagW=17)
+  endforeach()
+  add_custom_target(lint ${cmds}
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit; tp_mxu and tp_mxu_array at ${TP_ALL_PRESETS})"
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
+endfunction()
+tp_lint_target()

@@ -1,0 +1,122 @@
+// tensorpod floating-point arithmetic shared by the MXU and (later) the vector unit.
+//
+// Numerics policy (docs/numerics.md): denormal inputs are read as signed zero (DAZ), denormal
+// results are flushed to signed zero (FTZ), every NaN result is the canonical quiet NaN with a
+// clear sign bit, rounding is to nearest even. The golden model (sw/golden/fp.h) implements the
+// same policy on top of the host's IEEE arithmetic, so the two are independent implementations.
+package tp_fp_pkg;
+
+  localparam logic [31:0] FP32_QNAN = 32'h7fc0_0000;
+
+  // Leading zeros of a non-zero 32-bit value, as a five-step binary search (cheap in Verilator's
+  // C++ and a normal priority encoder in synthesis).
+  function automatic logic [4:0] clz32(input logic [31:0] v);
+    logic [31:0] x;
+    logic [4:0]  n;
+    x = v;
+    n = '0;
+    if (x[31:16] == '0) begin n[4] = 1'b1; x = x << 16; end
+    if (x[31:24] == '0) begin n[3] = 1'b1; x = x << 8;  end
+    if (x[31:28] == '0) begin n[2] = 1'b1; x = x << 4;  end
+    if (x[31:30] == '0) begin n[1] = 1'b1; x = x << 2;  end
+    if (x[31]    == 1'b0) begin n[0] = 1'b1; end
+    return n;
+  endfunction
+
+  // bf16 x bf16 -> fp32. The 8x8-bit significand product fits fp32's 24 bits, so the result is
+  // exact unless it overflows (to infinity) or underflows (flushed to zero).
+  function automatic logic [31:0] bf16_mul(input logic [15:0] a, input logic [15:0] b);
+    logic        s;
+    logic [7:0]  ea, eb;
+    logic        a_zero, b_zero, a_inf, b_inf, a_nan, b_nan;
+    logic [15:0] m;
+    logic [9:0]  e;  // biased exponent plus 127, 2 .. 509
+    logic [22:0] frac;
+    s      = a[15] ^ b[15];
+    ea     = a[14:7];
+    eb     = b[14:7];
+    a_zero = (ea == 8'h00);
+    b_zero = (eb == 8'h00);
+    a_inf  = (ea == 8'hff) && (a[6:0] == '0);
+    b_inf  = (eb == 8'hff) && (b[6:0] == '0);
+    a_nan  = (ea == 8'hff) && (a[6:0] != '0);
+    b_nan  = (eb == 8'hff) && (b[6:0] != '0);
+    if (a_nan || b_nan || (a_inf && b_zero) || (a_zero && b_inf)) return FP32_QNAN;
+    if (a_inf || b_inf) return {s, 8'hff, 23'h0};
+    if (a_zero || b_zero) return {s, 31'h0};
+    m = {8'h01, a[6:0]} * {8'h01, b[6:0]};  // in [2^14, 2^16)
+    e = {2'b00, ea} + {2'b00, eb} + {9'h000, m[15]};
+    if (m[15]) frac = {m[14:0], 8'h00};
+    else       frac = {m[13:0], 9'h000};
+    if (e >= 10'd382) return {s, 8'hff, 23'h0};  // biased exponent >= 255
+    if (e <= 10'd127) return {s, 31'h0};         // biased exponent <= 0: flush
+    e = e - 10'd127;
+    return {s, e[7:0], frac};
+  endfunction
+
+  // fp32 + fp32, round to nearest even, with three guard bits (guard, round, sticky).
+  function automatic logic [31:0] fp32_add(input logic [31:0] a, input logic [31:0] b);
+    logic        a_nan, b_nan, a_inf, b_inf, a_zero, b_zero;
+    logic [31:0] x, y;
+    logic [7:0]  d;
+    logic [26:0] mx, my, sh;
+    logic [27:0] sum;
+    logic [4:0]  lz;
+    logic [9:0]  e;  // signed in effect: biased exponent, may dip below zero before the flush
+    logic [24:0] mant;
+    logic        round_up;
+    a_nan  = (a[30:23] == 8'hff) && (a[22:0] != '0);
+    b_nan  = (b[30:23] == 8'hff) && (b[22:0] != '0);
+    a_inf  = (a[30:23] == 8'hff) && (a[22:0] == '0);
+    b_inf  = (b[30:23] == 8'hff) && (b[22:0] == '0);
+    a_zero = (a[30:23] == 8'h00);
+    b_zero = (b[30:23] == 8'h00);
+    if (a_nan || b_nan || (a_inf && b_inf && (a[31] != b[31]))) return FP32_QNAN;
+    if (a_inf) return a;
+    if (b_inf) return b;
+    if (a_zero && b_zero) return {a[31] & b[31], 31'h0};
+    if (a_zero) return b;
+    if (b_zero) return a;
+    // |x| >= |y|
+    if (a[30:0] < b[30:0]) begin x = b; y = a; end
+    else                   begin x = a; y = b; end
+    d  = x[30:23] - y[30:23];
+    mx = {1'b1, x[22:0], 3'b000};
+    my = {1'b1, y[22:0], 3'b000};
+    if (d >= 8'd27) begin
+      sh = 27'h1;  // only the sticky bit survives
+    end else begin
+      sh = my >> d;
+      sh[0] = sh[0] | ((my & ~({27{1'b1}} << d)) != '0);
+    end
+    if (x[31] != y[31]) sum = {1'b0, mx} - {1'b0, sh};
+    else                sum = {1'b0, mx} + {1'b0, sh};
+    if (sum == '0) return 32'h0;  // exact cancellation is +0 under round to nearest
+    e = {2'b00, x[30:23]};
+    if (sum[27]) begin
+      sum = {1'b0, sum[27:2], sum[1] | sum[0]};
+      e   = e + 10'd1;
+    end else begin
+      lz  = clz32({sum[26:0], 5'b00000});
+      sum = sum << lz;
+      e   = e - {5'b00000, lz};
+    end
+    round_up = sum[2] & (sum[1] | sum[0] | sum[3]);
+    mant = {1'b0, sum[26:3]} + {24'h0, round_up};
+    if (mant[24]) begin
+      mant = mant >> 1;
+      e    = e + 10'd1;
+    end
+    if (e[9]) return {x[31], 31'h0};                // negative: flush
+    if (e == '0) return {x[31], 31'h0};             // denormal: flush
+    if (e >= 10'd255) return {x[31], 8'hff, 23'h0};  // overflow
+    return {x[31], e[7:0], mant[22:0]};
+  endfunction
+
+  // One multiply-accumulate step of the MXU: acc + a * w, product exact, one rounding.
+  function automatic logic [31:0] bf16_mac(input logic [31:0] acc, input logic [15:0] a,
+                                           input logic [15:0] w);
+    return fp32_add(acc, bf16_mul(a, w));
+  endfunction
+
+endpackage

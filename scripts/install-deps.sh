@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what tensorpod needs to build and test, from Debian's packages. Idempotent: quiet
+# when everything is there. As root it installs what is missing; otherwise it prints the
+# apt-get line to run and stops.
+set -euo pipefail
+
+PACKAGES=(
+  g++ make cmake ninja-build ccache  # toolchain
+  verilator                          # RTL -> C++
+  libsystemc-dev                     # SystemC (the pod testbench)
+  libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev  # C++ libraries
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tensorpod: missing Debian packages: ${missing[*]}" >&2
+  echo "tensorpod: install them as root with:" >&2
+  echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "tensorpod: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "tensorpod: dependencies installed"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make wave TEST=<test> [SEED=<n>] [PRESET=<name>]: rerun one GoogleTest with FST tracing into
+# <build>/waves/. TEST is a GoogleTest name ("Mxu.MatmulIdentity") or a CTest name with the
+# preset in front ("tiny.Mxu.MatmulIdentity").
+set -euo pipefail
+build=$1 test=$2 seed=${3:-} preset_origin=${4:-} preset=${5:-}
+[ "$preset_origin" = "command line" ] || [ "$preset_origin" = "environment" ] || preset=""
+
+bins=()
+for f in "$build"/tb/test_*; do [ -x "$f" ] && bins+=("$f"); done
+# A CTest name carries the preset first.
+first=${test%%.*}
+if [ -x "$build/tb/test_mxu_$first" ] && [ "$test" != "$first" ]; then
+  preset=$first
+  test=${test#*.}
+fi
+if [ -n "$preset" ]; then
+  bins=("$build/tb/test_mxu_$preset")
+  [ -x "${bins[0]}" ] || { echo "wave: no test binary for preset '$preset' (tests cover: $(ls "$build"/tb | sed -n 's/^test_mxu_//p' | tr '\n' ' '))" >&2; exit 2; }
+fi
+
+for bin in "${bins[@]}"; do
+  if "$bin" --gtest_list_tests --gtest_filter="$test" | grep -q '^  '; then
+    mkdir -p "$build/waves"
+    echo "wave: $(basename "$bin") --gtest_filter=$test${seed:+ TP_SEED=$seed}"
+    status=0
+    TP_WAVES="$build/waves" ${seed:+TP_SEED=$seed} "$bin" --gtest_filter="$test" || status=$?
+    echo "wave: files in $build/waves:"
+    ls -t "$build/waves" | head -5 | sed 's/^/  /'
+    echo "wave: view with  gtkwave <file>.fst scripts/mxu.gtkw"
+    exit $status
+  fi
+done
+echo "wave: no test matches '$test' (list them with: ctest --test-dir $build -N)" >&2
+exit 2

@@ -1,0 +1,47 @@
+// Named presets: the one source of truth for every dimension (configs/presets.json).
+// CMake reads the RTL parameters from the same file; programs load and validate it here.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tp {
+
+// A bad config: the message names the file, the preset and the key.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MxuConfig {
+  unsigned n = 8;           // array is n x n
+  unsigned acc_rows = 256;  // accumulator memory rows (n fp32 each)
+};
+
+struct Preset {
+  std::string name;
+  std::string description;
+  double clock_mhz = 700.0;
+  MxuConfig mxu;
+};
+
+// configs/presets.json of this source tree, or $TENSORPOD_CONFIG when set.
+std::filesystem::path default_config_path();
+
+// All presets of a config file, validated. Throws ConfigError.
+std::vector<Preset> load_presets(const std::filesystem::path& file = default_config_path());
+
+// The preset named `name` ("" means the file's default). Throws ConfigError naming the preset
+// and the ones that exist.
+Preset load_preset(const std::string& name, const std::filesystem::path& file = default_config_path());
+
+// Same, from JSON text (for tests); `origin` names the source in messages.
+std::vector<Preset> parse_presets(const std::string& json_text, const std::string& origin);
+std::string default_preset_name(const std::string& json_text, const std::string& origin);
+
+// The resolved preset as JSON text, echoed into every report.
+std::string preset_json(const Preset& p);
+
+}  // namespace tp
