@@ -54,69 +54,89 @@ package tp_fp_pkg;
     return {s, e[7:0], frac};
   endfunction
 
-  // fp32 + fp32, round to nearest even, with three guard bits (guard, round, sticky).
-  function automatic logic [31:0] fp32_add(input logic [31:0] a, input logic [31:0] b);
-    logic        a_nan, b_nan, a_inf, b_inf, a_zero, b_zero;
-    logic [31:0] x, y;
+  // fp32 + fp32 for two normal operands, round to nearest even, with three guard bits (guard,
+  // round, sticky). The result may overflow (infinity) or fall below the normal range (flushed).
+  function automatic logic [31:0] fp32_add_normal(input logic [31:0] a, input logic [31:0] b);
+    logic [31:0] x, y, r;
     logic [7:0]  d;
     logic [26:0] mx, my, sh;
     logic [27:0] sum;
     logic [4:0]  lz;
-    logic [9:0]  e;  // signed in effect: biased exponent, may dip below zero before the flush
-    logic [24:0] mant;
+    logic [9:0]  e;  // biased exponent, two's complement: may dip below zero before the flush
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic [24:0] mant;  // carry, hidden bit (not stored), fraction
+    /* verilator lint_on UNUSEDSIGNAL */
     logic        round_up;
-    a_nan  = (a[30:23] == 8'hff) && (a[22:0] != '0);
-    b_nan  = (b[30:23] == 8'hff) && (b[22:0] != '0);
-    a_inf  = (a[30:23] == 8'hff) && (a[22:0] == '0);
-    b_inf  = (b[30:23] == 8'hff) && (b[22:0] == '0);
-    a_zero = (a[30:23] == 8'h00);
-    b_zero = (b[30:23] == 8'h00);
-    if (a_nan || b_nan || (a_inf && b_inf && (a[31] != b[31]))) return FP32_QNAN;
-    if (a_inf) return a;
-    if (b_inf) return b;
-    if (a_zero && b_zero) return {a[31] & b[31], 31'h0};
-    if (a_zero) return b;
-    if (b_zero) return a;
     // |x| >= |y|
     if (a[30:0] < b[30:0]) begin x = b; y = a; end
     else                   begin x = a; y = b; end
     d  = x[30:23] - y[30:23];
     mx = {1'b1, x[22:0], 3'b000};
     my = {1'b1, y[22:0], 3'b000};
-    if (d >= 8'd27) begin
-      sh = 27'h1;  // only the sticky bit survives
-    end else begin
-      sh = my >> d;
-      sh[0] = sh[0] | ((my & ~({27{1'b1}} << d)) != '0);
-    end
+    if (d >= 8'd27) sh = 27'h1;  // only the sticky bit survives
+    else sh = (my >> d) | {26'h0, (my & ~({27{1'b1}} << d)) != '0};
     if (x[31] != y[31]) sum = {1'b0, mx} - {1'b0, sh};
     else                sum = {1'b0, mx} + {1'b0, sh};
-    if (sum == '0) return 32'h0;  // exact cancellation is +0 under round to nearest
     e = {2'b00, x[30:23]};
     if (sum[27]) begin
       sum = {1'b0, sum[27:2], sum[1] | sum[0]};
       e   = e + 10'd1;
-    end else begin
-      lz  = clz32({sum[26:0], 5'b00000});
+    end else if (!sum[26]) begin  // cancellation: only here is a full normalisation needed
+      lz  = clz32({sum[26:0], 5'b11111});
       sum = sum << lz;
       e   = e - {5'b00000, lz};
     end
     round_up = sum[2] & (sum[1] | sum[0] | sum[3]);
     mant = {1'b0, sum[26:3]} + {24'h0, round_up};
-    if (mant[24]) begin
-      mant = mant >> 1;
-      e    = e + 10'd1;
-    end
-    if (e[9]) return {x[31], 31'h0};                // negative: flush
-    if (e == '0) return {x[31], 31'h0};             // denormal: flush
-    if (e >= 10'd255) return {x[31], 8'hff, 23'h0};  // overflow
-    return {x[31], e[7:0], mant[22:0]};
+    if (mant[24]) e = e + 10'd1;  // rounded up to the next power of two: fraction is zero
+    if (sum[26:0] == '0) r = 32'h0;  // exact cancellation is +0 under round to nearest
+    else if (e[9] || (e == '0)) r = {x[31], 31'h0};  // below the normal range: flush
+    else if (e >= 10'd255) r = {x[31], 8'hff, 23'h0};  // overflow
+    else r = {x[31], e[7:0], mant[22:0]};
+    return r;
   endfunction
 
-  // One multiply-accumulate step of the MXU: acc + a * w, product exact, one rounding.
+  // fp32 + fp32 under the policy: specials first, then the normal path.
+  function automatic logic [31:0] fp32_add(input logic [31:0] a, input logic [31:0] b);
+    logic a_nan, b_nan, a_inf, b_inf, a_zero, b_zero;
+    logic [31:0] r;
+    a_nan  = (a[30:23] == 8'hff) && (a[22:0] != '0);
+    b_nan  = (b[30:23] == 8'hff) && (b[22:0] != '0);
+    a_inf  = (a[30:23] == 8'hff) && (a[22:0] == '0);
+    b_inf  = (b[30:23] == 8'hff) && (b[22:0] == '0);
+    a_zero = (a[30:23] == 8'h00);
+    b_zero = (b[30:23] == 8'h00);
+    if (a_nan || b_nan || (a_inf && b_inf && (a[31] != b[31]))) r = FP32_QNAN;
+    else if (a_inf) r = a;
+    else if (b_inf) r = b;
+    else if (a_zero && b_zero) r = {a[31] & b[31], 31'h0};
+    else if (a_zero) r = b;
+    else if (b_zero) r = a;
+    else r = fp32_add_normal(a, b);
+    return r;
+  endfunction
+
+  // One multiply-accumulate step of the MXU: acc + a * w, the product exact, one rounding.
+  // The common case (normal operands, a normal product, a normal or zero accumulator) skips the
+  // special-value checks; everything else takes the general path. Both give the same bits.
   function automatic logic [31:0] bf16_mac(input logic [31:0] acc, input logic [15:0] a,
                                            input logic [15:0] w);
-    return fp32_add(acc, bf16_mul(a, w));
+    logic [7:0]  ea, ew;
+    logic [15:0] m;
+    logic [9:0]  e;  // biased product exponent plus 127
+    logic [31:0] p, r;
+    ea = a[14:7];
+    ew = w[14:7];
+    m  = {8'h01, a[6:0]} * {8'h01, w[6:0]};
+    e  = {2'b00, ea} + {2'b00, ew} + {9'h000, m[15]};
+    if ((ea != 8'h00) && (ea != 8'hff) && (ew != 8'h00) && (ew != 8'hff) && (acc[30:23] != 8'hff) &&
+        (e > 10'd127) && (e < 10'd382)) begin
+      p = {a[15] ^ w[15], 8'(e - 10'd127), m[15] ? {m[14:0], 8'h00} : {m[13:0], 9'h000}};
+      r = (acc[30:23] == 8'h00) ? p : fp32_add_normal(acc, p);
+    end else begin
+      r = fp32_add(acc, bf16_mul(a, w));
+    end
+    return r;
   endfunction
 
 endpackage

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -35,9 +36,9 @@ std::size_t generated_lines() {
 
 int main(int argc, char** argv) {
   CLI::App app{fmt::format("tensorpod MXU benchmark ({} preset)", TP_PRESET)};
-  unsigned tiles = 64, rows = 0;
+  unsigned tiles = 0, rows = 0;
   std::string out = "build/reports/mxu.json";
-  app.add_option("--tiles", tiles, "weight tiles in the stream")->capture_default_str();
+  app.add_option("--tiles", tiles, "weight tiles in the stream (default: at least 64, about 2^27 MACs)");
   app.add_option("--rows", rows, "activation rows per tile (default 4 x array size)");
   app.add_option("--out", out, "JSON report to merge this preset's entry into")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -46,6 +47,11 @@ int main(int argc, char** argv) {
     const tp::Preset preset = tp::load_preset(TP_PRESET);
     const unsigned n = preset.mxu.n;
     if (rows == 0) rows = 4 * n;
+    if (tiles == 0) {
+      // Long enough to time reliably on a noisy machine: about 2^27 MACs, 64 to 4096 tiles.
+      const double per_tile = double(rows) * n * n;
+      tiles = static_cast<unsigned>(std::clamp((1u << 27) / per_tile, 64.0, 4096.0));
+    }
     if (rows > preset.mxu.acc_rows)
       throw std::invalid_argument(fmt::format("--rows {} exceeds the {} accumulator rows", rows, preset.mxu.acc_rows));
 
