@@ -3,6 +3,7 @@
 set(TP_RTL_COMMON
   ${PROJECT_SOURCE_DIR}/rtl/tensorpod.vlt
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_pkg.sv
+  ${PROJECT_SOURCE_DIR}/rtl/common/tp_assert_stable.sv
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_fifo.sv)
 set(TP_RTL_MXU
   ${TP_RTL_COMMON}

@@ -55,12 +55,11 @@ module tp_fifo #(
     if (push) mem_q[wr_q] <= data_i;
   end
 
-`ifndef SYNTHESIS
-  // A producer must hold valid and the payload until the transfer (valid never depends on ready).
-  property p_stable_in;
-    @(posedge clk_i) disable iff (!rst_ni) (valid_i && !ready_o) |=> (valid_i && $stable(data_i));
-  endproperty
-  a_stable_in: assert property (p_stable_in)
-    else $error("tp_fifo: input valid dropped or payload changed while stalled");
-`endif
+  tp_assert_stable #(.Width(Width), .Name("tp_fifo input")) u_check_in (
+    .clk_i,
+    .rst_ni,
+    .valid_i,
+    .ready_i (ready_o),
+    .data_i
+  );
 endmodule

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <random>
 
 #include TP_MXU_HEADER
@@ -268,6 +270,28 @@ TEST_F(Mxu, AccumulatorReadOutOfRangeIsAnError) {
   EXPECT_TRUE(h.top().err_addr_o);
   ASSERT_EQ(rows.size(), 1u);
   for (uint32_t x : rows[0]) EXPECT_EQ(x, 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// The RTL's protocol assertions are live (--assert): a producer that changes its payload while
+// waiting for ready stops the simulation with the assertion's message.
+TEST_F(Mxu, ProtocolAssertionCatchesUnstablePayload) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        dup2(STDERR_FILENO, STDOUT_FILENO);  // Verilator prints assertion messages on stdout
+        Array h(n_, stim(0, 0, 0));
+        // Two tiles and no activation rows: the second tile's first row waits, shadow full.
+        h.queue_weights(std::vector<uint16_t>(std::size_t{n_} * n_, 0x3f80));
+        h.queue_weights(std::vector<uint16_t>(std::size_t{n_} * n_, 0x4000));
+        for (unsigned c = 0; c < n_ + 4; ++c) h.step();
+        set_lane<16>(h.top().w_data_i, 0, 0x1234);  // change the payload while valid waits
+        for (unsigned c = 0; c < 4; ++c) h.step();
+      },
+      "payload changed while valid waited for ready");
 }
 
 }  // namespace
