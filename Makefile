@@ -19,6 +19,7 @@ configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING
 
 sim: configure
+	@grep -q '"$(PRESET)": *{' configs/presets.json || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/presets.json | tr '\n' ' '))"; exit 2; }
 	@cmake --build $(BUILD) --target mxu_sim_$(PRESET) -j $(JOBS) | grep -v '^\[' || true
 	@$(BUILD)/tb/mxu_sim_$(PRESET) $(ARGS)
 

@@ -24,10 +24,18 @@ for bin in "${bins[@]}"; do
     mkdir -p "$build/waves"
     echo "wave: $(basename "$bin") --gtest_filter=$test${seed:+ TP_SEED=$seed}"
     status=0
-    TP_WAVES="$build/waves" ${seed:+TP_SEED=$seed} "$bin" --gtest_filter="$test" || status=$?
-    echo "wave: files in $build/waves:"
-    ls -t "$build/waves" | head -5 | sed 's/^/  /'
-    echo "wave: view with  gtkwave <file>.fst scripts/mxu.gtkw"
+    [ -n "$seed" ] && export TP_SEED=$seed
+    TP_WAVES="$build/waves" "$bin" --gtest_filter="$test" || status=$?
+    for fst in $(find "$build/waves" -name '*.fst' -newer "$bin"); do
+      gtkw=${fst%.fst}.gtkw
+      if command -v fst2vcd >/dev/null; then
+        scripts/gtkw_for.sh "$fst" scripts/mxu.gtkw "$gtkw" >/dev/null
+        echo "wave: view with  gtkwave $fst $gtkw"
+      else
+        echo "wave: wrote $fst; to view it: apt-get install gtkwave, then"
+        echo "        scripts/gtkw_for.sh $fst scripts/mxu.gtkw $gtkw && gtkwave $fst $gtkw"
+      fi
+    done
     exit $status
   fi
 done

@@ -36,7 +36,8 @@ module tp_mxu_array
   // Status and performance counters.
   output logic                   idle_o,
   output logic                   err_no_tile_o,  // sticky: a row arrived before any tile
-  output logic [63:0]            cnt_rows_o,     // activation rows entered (N*N MACs each)
+  output logic [63:0]            cnt_rows_o,     // activation rows entered
+  output logic [63:0]            cnt_macs_o,     // multiply-accumulates done (N*N per row)
   output logic [63:0]            cnt_busy_o,     // cycles with a row inside the array
   output logic [63:0]            cnt_stall_out_o,  // cycles frozen by result back-pressure
   output logic [63:0]            cnt_stall_wgt_o,  // cycles a row waited for its weight tile
@@ -239,16 +240,18 @@ module tp_mxu_array
   // ---------------------------------------------------------------------------------------------
   // Counters and status
   // ---------------------------------------------------------------------------------------------
-  logic [63:0] rows_q, busy_q, stall_out_q, stall_wgt_q, wrows_q;
+  logic [63:0] rows_q, macs_q, busy_q, stall_out_q, stall_wgt_q, wrows_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rows_q      <= '0;
+      macs_q      <= '0;
       busy_q      <= '0;
       stall_out_q <= '0;
       stall_wgt_q <= '0;
       wrows_q     <= '0;
     end else begin
       rows_q      <= rows_q + 64'(take);
+      macs_q      <= macs_q + (take ? 64'(N * N) : 64'h0);
       busy_q      <= busy_q + 64'(fly_q != '0);
       stall_out_q <= stall_out_q + 64'(!adv);
       stall_wgt_q <= stall_wgt_q + 64'(adv && blocked_wgt);
@@ -256,6 +259,7 @@ module tp_mxu_array
     end
   end
   assign cnt_rows_o      = rows_q;
+  assign cnt_macs_o      = macs_q;
   assign cnt_busy_o      = busy_q;
   assign cnt_stall_out_o = stall_out_q;
   assign cnt_stall_wgt_o = stall_wgt_q;

@@ -32,7 +32,7 @@ struct MxuStimulus {
 };
 
 struct MxuCounters {
-  uint64_t rows = 0, busy = 0, stall_out = 0, stall_wgt = 0, wrows = 0;
+  uint64_t rows = 0, macs = 0, busy = 0, stall_out = 0, stall_wgt = 0, wrows = 0;
 };
 
 struct ArrayResult {
@@ -128,14 +128,20 @@ class MxuHarness {
   // Read `count` accumulator rows from `addr` (tp_mxu only), after the array has drained.
   std::vector<std::vector<uint32_t>> read_rows(unsigned addr, unsigned count) {
     run();
+    const uint64_t start = cycles_;
     responses_.clear();
     for (unsigned r = 0; r < count; ++r) queue_read(addr + r);
     run();
+    read_cycles_ += cycles_ - start;
     return std::move(responses_);
   }
 
+  // Cycles spent in read_rows() after the array had drained (the host reading results back).
+  uint64_t read_cycles() const { return read_cycles_; }
+
   MxuCounters counters() const {
-    return {top_->cnt_rows_o, top_->cnt_busy_o, top_->cnt_stall_out_o, top_->cnt_stall_wgt_o, top_->cnt_wrows_o};
+    return {top_->cnt_rows_o,      top_->cnt_macs_o,      top_->cnt_busy_o,
+            top_->cnt_stall_out_o, top_->cnt_stall_wgt_o, top_->cnt_wrows_o};
   }
 
   // One clock cycle. Returns whether any handshake happened.
@@ -247,6 +253,7 @@ class MxuHarness {
   std::vector<ArrayResult> results_;
   std::vector<std::vector<uint32_t>> responses_;
   uint64_t cycles_ = 0;
+  uint64_t read_cycles_ = 0;
 };
 
 }  // namespace tp::tb

@@ -66,14 +66,17 @@ int main(int argc, char** argv) {
       fmt::print("  check:        FAIL, {} of {} results differ; first C[{}][{}] = {:#010x}, golden {:#010x}\n", bad,
                  c.size(), first_bad / ncols, first_bad % ncols, c[first_bad], want[first_bad]);
     }
-    fmt::print("  cycles:       {} ({:.2f} us at {} MHz)\n", h.cycles(), cycles / preset.clock_mhz,
-               preset.clock_mhz);
-    fmt::print("  utilization:  {:.3f} useful MACs / (n^2 x cycles); array busy {:.3f} of cycles\n",
-               macs / (double(n) * n * cycles), double(cnt.busy) / cycles);
-    fmt::print("  rows:         {} activation rows, {} weight rows, stalls: {} result, {} weight\n", cnt.rows,
-               cnt.wrows, cnt.stall_out, cnt.stall_wgt);
+    const double compute = cycles - double(h.read_cycles());
+    fmt::print("  cycles:       {} ({:.2f} us at {} MHz): {} computing, {} reading the accumulators back\n",
+               h.cycles(), cycles / preset.clock_mhz, preset.clock_mhz, compute, h.read_cycles());
+    fmt::print("  utilization:  {:.3f} of the MXU's peak while computing ({:.3f} including the read-back)\n",
+               macs / (double(n) * n * compute), macs / (double(n) * n * cycles));
+    fmt::print("  work:         {} activation rows, {} weight rows, {} MACs ({} useful)\n", cnt.rows, cnt.wrows,
+               cnt.macs, std::uint64_t(macs));
+    fmt::print("  stalls:       {} cycles result back-pressure, {} cycles waiting for weights\n", cnt.stall_out,
+               cnt.stall_wgt);
     fmt::print("  sim speed:    {:.0f} cycles/s, {:.1f} M MAC/s (array), wall {:.2f} s\n", cycles / wall,
-               double(cnt.rows) * n * n / wall / 1e6, wall);
+               double(cnt.macs) / wall / 1e6, wall);
     if (!waves.empty()) fmt::print("  waves:        {}\n", waves);
     return bad == 0 ? 0 : 1;
   } catch (const std::exception& e) {

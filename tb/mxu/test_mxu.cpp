@@ -248,6 +248,7 @@ TEST_F(Mxu, CountersAccountForEveryRowAndCycle) {
   matmul_case(h, s, ValueMix{});
   const auto c = h.counters();
   EXPECT_EQ(c.rows, std::uint64_t{s.m} * 2);  // two K tiles, one column tile
+  EXPECT_EQ(c.macs, c.rows * n_ * n_);
   EXPECT_EQ(c.wrows, std::uint64_t{n_} * 2);
   EXPECT_EQ(h.top().cnt_acc_writes_o, c.rows);
   EXPECT_LE(c.busy, h.cycles());
