@@ -32,8 +32,8 @@ void check_keys(const json& obj, const std::set<std::string>& allowed, const std
   }
 }
 
-unsigned get_uint(const json& obj, const std::string& key, unsigned lo, unsigned hi,
-                  const std::string& origin, const std::string& where) {
+unsigned get_uint(const json& obj, const std::string& key, unsigned lo, unsigned hi, const std::string& origin,
+                  const std::string& where) {
   const std::string at = where + "." + key;
   if (!obj.contains(key)) fail(origin, at, "missing");
   const json& v = obj.at(key);

@@ -19,9 +19,7 @@ inline constexpr uint16_t kBf16QNaN = 0x7fc0u;
 inline constexpr uint32_t kFp32Inf = 0x7f800000u;
 
 constexpr bool fp32_is_nan(uint32_t x) { return (x & 0x7fffffffu) > kFp32Inf; }
-constexpr bool fp32_is_denormal(uint32_t x) {
-  return (x & 0x7f800000u) == 0 && (x & 0x007fffffu) != 0;
-}
+constexpr bool fp32_is_denormal(uint32_t x) { return (x & 0x7f800000u) == 0 && (x & 0x007fffffu) != 0; }
 constexpr bool bf16_is_nan(uint16_t x) { return (x & 0x7fffu) > 0x7f80u; }
 
 // Denormals are read as (and results flushed to) zero of the same sign.
@@ -59,9 +57,7 @@ inline uint32_t fp32_add(uint32_t a, uint32_t b) {
 }
 
 // One MXU step: acc + a * w, the product exact, one rounding in the addition.
-inline uint32_t bf16_mac(uint32_t acc, uint16_t a, uint16_t w) {
-  return fp32_add(acc, bf16_mul(a, w));
-}
+inline uint32_t bf16_mac(uint32_t acc, uint16_t a, uint16_t w) { return fp32_add(acc, bf16_mul(a, w)); }
 
 // A bf16 value as a type, for code that works with numbers rather than bit patterns.
 struct Bf16 {

@@ -6,8 +6,7 @@
 
 namespace tp::golden {
 
-MxuModel::MxuModel(unsigned n, unsigned acc_rows)
-    : n_(n), acc_rows_(acc_rows), acc_(std::size_t{acc_rows} * n, 0u) {
+MxuModel::MxuModel(unsigned n, unsigned acc_rows) : n_(n), acc_rows_(acc_rows), acc_(std::size_t{acc_rows} * n, 0u) {
   if (n == 0 || acc_rows == 0) throw std::invalid_argument("MxuModel: n and acc_rows must be positive");
   weights_[0].assign(std::size_t{n} * n, 0);
   weights_[1].assign(std::size_t{n} * n, 0);
@@ -26,7 +25,8 @@ void MxuModel::switch_tile() {
 }
 
 std::vector<uint32_t> MxuModel::row(std::span<const uint16_t> a) const {
-  if (a.size() != n_) throw std::invalid_argument(fmt::format("MxuModel: row has {} values, expected {}", a.size(), n_));
+  if (a.size() != n_)
+    throw std::invalid_argument(fmt::format("MxuModel: row has {} values, expected {}", a.size(), n_));
   const auto& w = weights_[current_];
   std::vector<uint32_t> out(n_, 0u);
   for (unsigned j = 0; j < n_; ++j) {
@@ -48,8 +48,8 @@ std::span<const uint32_t> MxuModel::read_acc(unsigned addr) const {
   return {&acc_[std::size_t{addr} * n_], n_};
 }
 
-std::vector<uint32_t> mxu_matmul(unsigned n, unsigned m, unsigned k, unsigned ncols,
-                                 std::span<const uint16_t> a, std::span<const uint16_t> b) {
+std::vector<uint32_t> mxu_matmul(unsigned n, unsigned m, unsigned k, unsigned ncols, std::span<const uint16_t> a,
+                                 std::span<const uint16_t> b) {
   if (a.size() != std::size_t{m} * k || b.size() != std::size_t{k} * ncols)
     throw std::invalid_argument("mxu_matmul: operand sizes do not match m, k, ncols");
   std::vector<uint32_t> c(std::size_t{m} * ncols, 0u);

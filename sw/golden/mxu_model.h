@@ -43,7 +43,7 @@ class MxuModel {
 
 // Reference matmul C = A x B as the tiled MXU computes it: A is m x k bf16 (row-major),
 // B is k x ncols bf16 (row-major), C is m x ncols fp32 bit patterns.
-std::vector<uint32_t> mxu_matmul(unsigned n, unsigned m, unsigned k, unsigned ncols,
-                                 std::span<const uint16_t> a, std::span<const uint16_t> b);
+std::vector<uint32_t> mxu_matmul(unsigned n, unsigned m, unsigned k, unsigned ncols, std::span<const uint16_t> a,
+                                 std::span<const uint16_t> b);
 
 }  // namespace tp::golden

@@ -24,10 +24,10 @@ uint64_t test_seed(const std::string& test_name, const std::string& binary_hint)
   } else if (env && *env) {
     seed = std::strtoull(env, nullptr, 0);
   } else {
-    seed = std::hash<std::string>{}(test_name) & 0xffffffffu;
+    seed = std::hash<std::string>{}(test_name)&0xffffffffu;
   }
-  fmt::print("[ seed     ] {} = {}  (rerun with waves: make wave TEST={}{} SEED={})\n", test_name, seed,
-             test_name, binary_hint.empty() ? "" : " PRESET=" + binary_hint, seed);
+  fmt::print("[ seed     ] {} = {}  (rerun with waves: make wave TEST={}{} SEED={})\n", test_name, seed, test_name,
+             binary_hint.empty() ? "" : " PRESET=" + binary_hint, seed);
   return seed;
 }
 

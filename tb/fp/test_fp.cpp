@@ -209,10 +209,11 @@ TEST_F(FpUnit, MacMatchesMulThenAdd) {
     auto a = static_cast<uint16_t>(r), b = static_cast<uint16_t>(r >> 16);
     if ((r >> 60) == 0) a = specials[(r >> 32) % specials.size()];
     // Keep most products near the accumulator so additions round and cancel.
-    const uint32_t acc = (r >> 61) ? (bf16_mul(a, b) ^ static_cast<uint32_t>((r >> 32) & 0x807fffffu))
-                                   : static_cast<uint32_t>(r >> 32);
+    const uint32_t acc =
+        (r >> 61) ? (bf16_mul(a, b) ^ static_cast<uint32_t>((r >> 32) & 0x807fffffu)) : static_cast<uint32_t>(r >> 32);
     const uint32_t got = mac(acc, a, b), want = bf16_mac(acc, a, b);
-    check(got == want, fmt::format("mac({:#010x}, {:#06x}, {:#06x}) = {:#010x}, golden {:#010x}", acc, a, b, got, want));
+    check(got == want,
+          fmt::format("mac({:#010x}, {:#06x}, {:#06x}) = {:#010x}, golden {:#010x}", acc, a, b, got, want));
   }
   EXPECT_EQ(failures_, 0u);
 }

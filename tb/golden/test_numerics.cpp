@@ -42,15 +42,15 @@ TEST(Numerics, Bf16WidensExactly) {
 }
 
 TEST(Numerics, MulPolicy) {
-  EXPECT_EQ(bf16_mul(0x3f80, 0x4000), 0x40000000u);         // 1 * 2
-  EXPECT_EQ(bf16_mul(0x7f80, 0x0000), kFp32QNaN);           // inf * 0
-  EXPECT_EQ(bf16_mul(0x7f80, 0x0001), kFp32QNaN);           // inf * denormal (= 0)
-  EXPECT_EQ(bf16_mul(0xff80, 0x3f80), 0xff800000u);         // -inf * 1
-  EXPECT_EQ(bf16_mul(0x8000, 0x3f80), 0x80000000u);         // -0 * 1 = -0
-  EXPECT_EQ(bf16_mul(0x0040, 0x3f80), 0x00000000u);         // denormal reads as +0
-  EXPECT_EQ(bf16_mul(0x7f00, 0x7f00), 0x7f800000u);         // overflow -> inf
-  EXPECT_EQ(bf16_mul(0x0080, 0x0080), 0x00000000u);         // underflow -> +0
-  EXPECT_EQ(bf16_mul(0x8080, 0x0080), 0x80000000u);         // underflow -> -0
+  EXPECT_EQ(bf16_mul(0x3f80, 0x4000), 0x40000000u);                         // 1 * 2
+  EXPECT_EQ(bf16_mul(0x7f80, 0x0000), kFp32QNaN);                           // inf * 0
+  EXPECT_EQ(bf16_mul(0x7f80, 0x0001), kFp32QNaN);                           // inf * denormal (= 0)
+  EXPECT_EQ(bf16_mul(0xff80, 0x3f80), 0xff800000u);                         // -inf * 1
+  EXPECT_EQ(bf16_mul(0x8000, 0x3f80), 0x80000000u);                         // -0 * 1 = -0
+  EXPECT_EQ(bf16_mul(0x0040, 0x3f80), 0x00000000u);                         // denormal reads as +0
+  EXPECT_EQ(bf16_mul(0x7f00, 0x7f00), 0x7f800000u);                         // overflow -> inf
+  EXPECT_EQ(bf16_mul(0x0080, 0x0080), 0x00000000u);                         // underflow -> +0
+  EXPECT_EQ(bf16_mul(0x8080, 0x0080), 0x80000000u);                         // underflow -> -0
   EXPECT_EQ(bf16_mul(0x3fff, 0x3fff), fp32_bits(1.9921875f * 1.9921875f));  // exact product
 }
 

@@ -1,8 +1,8 @@
 // make bench: a stream of back-to-back weight tiles, M rows each, through the Verilated MXU.
 // Reports utilization and simulation speed as one entry of build/reports/mxu.json (merged with
 // the entries of the other presets). Results are checked against the golden model too.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -101,10 +101,11 @@ int main(int argc, char** argv) {
         {"generated_cpp_lines", generated_lines()},
         {"config", nlohmann::json::parse(tp::preset_json(preset))},
     };
-    fmt::print("mxu bench {}: {}x{} array, {} tiles x {} rows: {} cycles, utilization {:.4f}, {:.0f} cycles/s, "
-               "{:.1f} M MAC/s, bit-exact {}\n",
-               preset.name, n, n, tiles, rows, cycles, entry["utilization"].get<double>(), double(cycles) / wall,
-               macs / wall / 1e6, exact ? "yes" : "NO");
+    fmt::print(
+        "mxu bench {}: {}x{} array, {} tiles x {} rows: {} cycles, utilization {:.4f}, {:.0f} cycles/s, "
+        "{:.1f} M MAC/s, bit-exact {}\n",
+        preset.name, n, n, tiles, rows, cycles, entry["utilization"].get<double>(), double(cycles) / wall,
+        macs / wall / 1e6, exact ? "yes" : "NO");
 
     // Merge into the report: replace this preset's entry, keep the others.
     nlohmann::json report = {{"benchmark", "mxu"}, {"results", nlohmann::json::array()}};
@@ -117,13 +118,17 @@ int main(int argc, char** argv) {
     }
     auto& results = report["results"];
     for (auto it = results.begin(); it != results.end();) {
-      if (it->value("preset", "") == preset.name) it = results.erase(it);
-      else ++it;
+      if (it->value("preset", "") == preset.name)
+        it = results.erase(it);
+      else
+        ++it;
     }
     results.push_back(entry);
-    std::sort(results.begin(), results.end(),
-              [](const auto& x, const auto& y) { return x["n"].template get<unsigned>() < y["n"].template get<unsigned>(); });
-    if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
+    std::sort(results.begin(), results.end(), [](const auto& x, const auto& y) {
+      return x["n"].template get<unsigned>() < y["n"].template get<unsigned>();
+    });
+    if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty())
+      std::filesystem::create_directories(dir);
     std::ofstream(out) << report.dump(2) << "\n";
     return exact ? 0 : 1;
   } catch (const std::exception& e) {

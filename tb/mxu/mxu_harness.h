@@ -28,7 +28,7 @@ struct MxuStimulus {
   double a_gap = 0.0;      // probability of offering no activation row in a cycle
   double out_stall = 0.0;  // probability of a result (array) or response (acc read) stall
   uint64_t seed = 1;
-  std::string wave_file;   // FST output, empty for none
+  std::string wave_file;  // FST output, empty for none
 };
 
 struct MxuCounters {
@@ -116,12 +116,13 @@ class MxuHarness {
     if (patience == 0) patience = 20ull * n_ + 1000;
     uint64_t quiet = 0;
     while (!drained()) {
-      if (step()) quiet = 0;
+      if (step())
+        quiet = 0;
       else if (++quiet > patience)
-        throw std::runtime_error(fmt::format(
-            "MXU watchdog: no handshake for {} cycles at cycle {} ({} weight rows, {} activation rows, "
-            "{} reads still queued)",
-            patience, cycles_, wq_.size(), aq_.size(), rq_.size()));
+        throw std::runtime_error(
+            fmt::format("MXU watchdog: no handshake for {} cycles at cycle {} ({} weight rows, {} activation rows, "
+                        "{} reads still queued)",
+                        patience, cycles_, wq_.size(), aq_.size(), rq_.size()));
     }
   }
 

@@ -20,8 +20,8 @@ struct MatmulShape {
 };
 
 // The weight tile (kt, ct) of B (k x ncols, row-major), zero padded to n x n.
-inline std::vector<uint16_t> weight_tile(unsigned n, const MatmulShape& s, std::span<const uint16_t> b,
-                                         unsigned kt, unsigned ct) {
+inline std::vector<uint16_t> weight_tile(unsigned n, const MatmulShape& s, std::span<const uint16_t> b, unsigned kt,
+                                         unsigned ct) {
   std::vector<uint16_t> w(std::size_t{n} * n, 0);
   for (unsigned i = 0; i < n && kt * n + i < s.k; ++i)
     for (unsigned j = 0; j < n && ct * n + j < s.ncols; ++j)

@@ -1,7 +1,7 @@
 // make sim: a random bf16 matmul through the Verilated MXU at one preset, checked bit for bit
 // against the golden model, with the cycle count and the MXU utilization.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <random>
@@ -14,9 +14,10 @@
 #include "mxu_model.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{fmt::format("tensorpod MXU demo ({} preset): C = A x B on the Verilated MXU, checked against "
-                           "the golden model",
-                           TP_PRESET)};
+  CLI::App app{
+      fmt::format("tensorpod MXU demo ({} preset): C = A x B on the Verilated MXU, checked against "
+                  "the golden model",
+                  TP_PRESET)};
   unsigned m = 0, k = 0, ncols = 0;
   uint64_t seed = 1;
   double stall = 0.0;
@@ -67,8 +68,8 @@ int main(int argc, char** argv) {
                  c.size(), first_bad / ncols, first_bad % ncols, c[first_bad], want[first_bad]);
     }
     const double compute = cycles - double(h.read_cycles());
-    fmt::print("  cycles:       {} ({:.2f} us at {} MHz): {} computing, {} reading the accumulators back\n",
-               h.cycles(), cycles / preset.clock_mhz, preset.clock_mhz, compute, h.read_cycles());
+    fmt::print("  cycles:       {} ({:.2f} us at {} MHz): {} computing, {} reading the accumulators back\n", h.cycles(),
+               cycles / preset.clock_mhz, preset.clock_mhz, compute, h.read_cycles());
     fmt::print("  utilization:  {:.3f} of the MXU's peak while computing ({:.3f} including the read-back)\n",
                macs / (double(n) * n * compute), macs / (double(n) * n * cycles));
     fmt::print("  work:         {} activation rows, {} weight rows, {} MACs ({} useful)\n", cnt.rows, cnt.wrows,

@@ -46,8 +46,8 @@ class Mxu : public ::testing::Test {
     unsigned bad = 0;
     for (std::size_t i = 0; i < c.size(); ++i) {
       if (c[i] != want[i] && ++bad <= 8)
-        ADD_FAILURE() << fmt::format("C[{}][{}] = {:#010x}, golden {:#010x} (shape {}x{}x{}, seed {})",
-                                     i / s.ncols, i % s.ncols, c[i], want[i], s.m, s.k, s.ncols, seed_);
+        ADD_FAILURE() << fmt::format("C[{}][{}] = {:#010x}, golden {:#010x} (shape {}x{}x{}, seed {})", i / s.ncols,
+                                     i % s.ncols, c[i], want[i], s.m, s.k, s.ncols, seed_);
     }
     EXPECT_EQ(bad, 0u) << bad << " of " << c.size() << " results differ";
   }
@@ -100,9 +100,8 @@ TEST_F(Mxu, ArrayRandomTilesWithStallsOnAllSides) {
     for (std::size_t i = 0; i < want.size(); ++i) {
       ASSERT_EQ(got[i].tag, want[i].tag) << "row " << i << " out of order (seed " << seed_ << ")";
       for (unsigned j = 0; j < n_; ++j)
-        ASSERT_EQ(got[i].data[j], want[i].data[j])
-            << fmt::format("row {} column {}: {:#010x} vs golden {:#010x} (seed {})", i, j, got[i].data[j],
-                           want[i].data[j], seed_);
+        ASSERT_EQ(got[i].data[j], want[i].data[j]) << fmt::format(
+            "row {} column {}: {:#010x} vs golden {:#010x} (seed {})", i, j, got[i].data[j], want[i].data[j], seed_);
     }
     if (rg.out_stall > 0) {
       EXPECT_GT(h.counters().stall_out, 0u) << "result back-pressure never stalled the array";
@@ -183,7 +182,8 @@ TEST_F(Mxu, MatmulRandomShapesWithStalls) {
     MatmulShape s;
     s.m = 1 + static_cast<unsigned>(rng_() % (4 * n_));
     s.k = (i % 2 == 0) ? n_ * (1 + static_cast<unsigned>(rng_() % 3)) : 1 + static_cast<unsigned>(rng_() % (3 * n_));
-    s.ncols = (i % 3 == 0) ? n_ * (1 + static_cast<unsigned>(rng_() % 2)) : 1 + static_cast<unsigned>(rng_() % (2 * n_));
+    s.ncols =
+        (i % 3 == 0) ? n_ * (1 + static_cast<unsigned>(rng_() % 2)) : 1 + static_cast<unsigned>(rng_() % (2 * n_));
     SCOPED_TRACE(fmt::format("case {}: {}x{}x{}", i, s.m, s.k, s.ncols));
     matmul_case(h, s, mix);
   }
