@@ -26,7 +26,7 @@ for bin in "${bins[@]}"; do
     status=0
     [ -n "$seed" ] && export TP_SEED=$seed
     TP_WAVES="$build/waves" "$bin" --gtest_filter="$test" || status=$?
-    for fst in $(find "$build/waves" -name '*.fst' -newer "$bin"); do
+    for fst in $(find "$build/waves" -name "*${test//\*/}*.fst" -newer "$bin"); do
       gtkw=${fst%.fst}.gtkw
       if command -v fst2vcd >/dev/null; then
         scripts/gtkw_for.sh "$fst" scripts/mxu.gtkw "$gtkw" >/dev/null

@@ -25,7 +25,7 @@ module tp_assert_stable #(
   end
 
   always_ff @(posedge clk_i) begin
-    data_q <= data_i;
+    if (valid_i && !ready_i) data_q <= data_i;
   end
 
   always_ff @(posedge clk_i) begin

@@ -3,7 +3,10 @@
 // throughput; Depth == 1 is a plain half-throughput spill register.
 module tp_fifo #(
   parameter int unsigned Width = 8,
-  parameter int unsigned Depth = 2
+  parameter int unsigned Depth = 2,
+  // Check that the producer holds valid and the payload while it waits (off where the payload
+  // is not the producer's to hold, or where the producer cannot wait by construction).
+  parameter bit          CheckInput = 1'b1
 ) (
   input  logic             clk_i,
   input  logic             rst_ni,
@@ -55,11 +58,13 @@ module tp_fifo #(
     if (push) mem_q[wr_q] <= data_i;
   end
 
-  tp_assert_stable #(.Width(Width), .Name("tp_fifo input")) u_check_in (
-    .clk_i,
-    .rst_ni,
-    .valid_i,
-    .ready_i (ready_o),
-    .data_i
-  );
+  if (CheckInput) begin : gen_check
+    tp_assert_stable #(.Width(Width), .Name("tp_fifo input")) u_check_in (
+      .clk_i,
+      .rst_ni,
+      .valid_i,
+      .ready_i (ready_o),
+      .data_i
+    );
+  end
 endmodule

@@ -76,7 +76,17 @@ module tp_mxu_acc
   assign err_addr_o   = err_q;
   assign cnt_writes_o = writes_q;
 
-  tp_fifo #(.Width(32 * N), .Depth(2)) u_rsp_fifo (
+  // The caller holds the read address, not the row read: a write may change the row while the
+  // read waits. So the protocol check is on the address, not on the FIFO's input.
+  tp_assert_stable #(.Width(16), .Name("tp_mxu_acc reads")) u_check_rd (
+    .clk_i,
+    .rst_ni,
+    .valid_i (rd_valid_i),
+    .ready_i (rd_ready_o),
+    .data_i  (rd_addr_i)
+  );
+
+  tp_fifo #(.Width(32 * N), .Depth(2), .CheckInput(1'b0)) u_rsp_fifo (
     .clk_i,
     .rst_ni,
     .valid_i (rd_valid_i),

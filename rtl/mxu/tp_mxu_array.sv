@@ -225,7 +225,8 @@ module tp_mxu_array
   assign out_valid = vhist_q[out_slot];
 
   logic [OUTW-1:0] r_payload;
-  tp_fifo #(.Width(OUTW), .Depth(2)) u_out_fifo (
+  // The array pushes only when this FIFO has room, so its input never waits: no input check.
+  tp_fifo #(.Width(OUTW), .Depth(2), .CheckInput(1'b0)) u_out_fifo (
     .clk_i,
     .rst_ni,
     .valid_i (adv && out_valid),

@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
+#include <stdexcept>
 
 namespace tp::tb {
 
@@ -16,18 +17,39 @@ std::string current_test_name() {
   return fmt::format("{}.{}", info->test_suite_name(), info->name());
 }
 
-uint64_t test_seed(const std::string& test_name, const std::string& binary_hint) {
+namespace {
+
+// FNV-1a: the same default seed for a test name on every standard library.
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace
+
+uint64_t test_seed(const std::string& test_name, const std::string& preset) {
   uint64_t seed = 0;
   const char* env = std::getenv("TP_SEED");
-  if (env && std::string(env) == "random") {
+  const std::string value = env ? env : "";
+  if (value == "random") {
     seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) & 0xffffffffu;
-  } else if (env && *env) {
-    seed = std::strtoull(env, nullptr, 0);
+  } else if (!value.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    seed = std::strtoull(value.c_str(), &end, 0);
+    if (errno != 0 || end == value.c_str() || *end != '\0')
+      throw std::invalid_argument(fmt::format("TP_SEED='{}' is not a number (or 'random')", value));
   } else {
-    seed = std::hash<std::string>{}(test_name)&0xffffffffu;
+    seed = fnv1a(test_name) & 0xffffffffu;
   }
-  fmt::print("[ seed     ] {} = {}  (rerun with waves: make wave TEST={}{} SEED={})\n", test_name, seed, test_name,
-             binary_hint.empty() ? "" : " PRESET=" + binary_hint, seed);
+  if (preset.empty()) {
+    fmt::print("[ seed     ] {} = {}  (rerun: TP_SEED={} ctest --test-dir build -R '^{}$')\n", test_name, seed, seed,
+               test_name);
+  } else {
+    fmt::print("[ seed     ] {} = {}  (rerun with waves: make wave TEST={}.{} SEED={})\n", test_name, seed, preset,
+               test_name, seed);
+  }
   return seed;
 }
 

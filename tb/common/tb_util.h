@@ -7,10 +7,10 @@
 
 namespace tp::tb {
 
-// The seed of a random test: $TP_SEED when set (a number, or "random" for a fresh one),
-// otherwise a fixed value derived from the test's name. Printed, with the command that reruns
-// the test with waves.
-uint64_t test_seed(const std::string& test_name, const std::string& binary_hint = "");
+// The seed of a random test: $TP_SEED when set (a number, or "random" for a fresh one; anything
+// else throws), otherwise a fixed value derived from the test's name. Printed, with the command
+// that reruns the test: `make wave` for tests of a Verilated model at a preset, ctest otherwise.
+uint64_t test_seed(const std::string& test_name, const std::string& preset = "");
 
 // Where this test writes its FST waves: $TP_WAVES/<test_name>.fst when TP_WAVES is set, else "".
 std::string wave_path(const std::string& test_name);

@@ -49,7 +49,8 @@ class MxuHarness {
       : n_(n), stim_(std::move(stim)), rng_(stim_.seed), ctx_(std::make_unique<VerilatedContext>()) {
     if (constexpr unsigned cap = lane_capacity<16, decltype(Top::a_data_i)>(); cap < n || cap >= n + 2)
       throw std::runtime_error(fmt::format("MxuHarness: the Verilated model was not built for n = {}", n));
-    ctx_->randReset(2);
+    ctx_->randReset(2);  // registers without reset start random, from the test's seed
+    ctx_->randSeed(static_cast<int>(stim_.seed & 0x7fffffff));
     ctx_->traceEverOn(!stim_.wave_file.empty());
     top_ = std::make_unique<Top>(ctx_.get(), "top");
     if (!stim_.wave_file.empty()) {

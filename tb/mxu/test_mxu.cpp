@@ -139,8 +139,10 @@ TEST_F(Mxu, ArrayTileSwitchCostsNoBubble) {
     ASSERT_EQ(h.results()[i].data, want[i]) << "row " << i << " (tile " << i / rows << ", seed " << seed_ << ")";
   EXPECT_EQ(c.stall_out, 0u);
   // The first row waits only for the first tile's n weight rows (plus the input register).
-  EXPECT_LE(c.stall_wgt, n_) << "rows waited for weights after the first tile: a switch bubble";
-  EXPECT_LE(h.cycles(), n_ + 2 + tiles * rows + (2 * n_ + 8)) << "extra cycles beyond fill and drain";
+  EXPECT_EQ(c.stall_wgt, n_ - 1) << "rows waited for weights after the first tile: a switch bubble";
+  // Exactly: n-1 cycles waiting for the first tile, one cycle per row, then the last row's
+  // 2n+2 cycles through the array and the output FIFO and the harness's handshake (2 more).
+  EXPECT_EQ(h.cycles(), (n_ - 1) + tiles * rows + (2 * n_ + 4)) << "a bubble somewhere in the stream";
 }
 
 TEST_F(Mxu, ArrayBackToBackSingleRowTiles) {
