@@ -16,7 +16,9 @@ deps:
 	@scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release > $(BUILD)/configure.log 2>&1 \
+	  || { cat $(BUILD)/configure.log; echo "make: configuring failed (log: $(BUILD)/configure.log)"; exit 1; }
 
 sim: configure
 	@grep -q '"$(PRESET)": *{' configs/presets.json || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/presets.json | tr '\n' ' '))"; exit 2; }

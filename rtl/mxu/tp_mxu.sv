@@ -29,7 +29,8 @@ module tp_mxu #(
   input  logic               rsp_ready_i,
   output logic [N-1:0][31:0] rsp_data_o,
   // Status, configuration and counters.
-  output logic               idle_o,
+  output logic               idle_o,  // no accepted row is still in flight (rows handed over
+                                      // in this cycle are not counted yet)
   output logic               err_no_tile_o,
   output logic               err_addr_o,
   output logic [15:0]        cfg_n_o,
@@ -63,6 +64,7 @@ module tp_mxu #(
     .r_data_o        (r_data),
     .r_tag_o         ({r_acc, r_addr}),
     .idle_o          (arr_idle),
+    .cfg_n_o,
     .err_no_tile_o,
     .cnt_rows_o,
     .cnt_macs_o,
@@ -91,6 +93,5 @@ module tp_mxu #(
   );
 
   assign idle_o         = arr_idle;
-  assign cfg_n_o        = 16'(N);
   assign cfg_acc_rows_o = 32'(AccRows);
 endmodule

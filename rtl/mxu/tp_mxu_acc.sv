@@ -1,7 +1,7 @@
 // MXU accumulator memory: AccRows rows of N fp32 values. Result rows from the array either
 // overwrite their row or are added to it element-wise (to sum over K tiles); the caller reads
-// rows back through a request/response port. A write or read to a row >= AccRows is dropped and
-// raises the sticky error flag.
+// rows back through a request/response port. A write to a row >= AccRows is dropped, a read of one
+// returns zeros; both raise the sticky error flag.
 module tp_mxu_acc
   import tp_fp_pkg::*;
 #(
@@ -27,6 +27,11 @@ module tp_mxu_acc
   output logic [63:0]        cnt_writes_o
 );
   localparam int unsigned AW = (AccRows > 1) ? $clog2(AccRows) : 1;
+
+  // Addresses are 16 bits wide.
+  if (AccRows < 1 || AccRows > 65535) begin : gen_bad_acc_rows
+    $error("tp_mxu_acc: AccRows = %0d is out of range [1, 65535]", AccRows);
+  end
 
   logic [31:0]        mem_q [AccRows][N];
   logic [31:0]        wr_row [N];

@@ -34,7 +34,8 @@ module tp_mxu_array
   output logic [N-1:0][31:0]     r_data_o,
   output logic [TagW-1:0]        r_tag_o,
   // Status and performance counters.
-  output logic                   idle_o,
+  output logic                   idle_o,         // no accepted row is still in flight
+  output logic [15:0]            cfg_n_o,        // N, for software to check its preset
   output logic                   err_no_tile_o,  // sticky: a row arrived before any tile
   output logic [63:0]            cnt_rows_o,     // activation rows entered
   output logic [63:0]            cnt_macs_o,     // multiply-accumulates done (N*N per row)
@@ -55,6 +56,10 @@ module tp_mxu_array
   localparam int unsigned LAT = 2 * N + 2;  // cycles from entry to the deskewed output row
   localparam int unsigned INW = 1 + TagW + 16 * N;
   localparam int unsigned OUTW = TagW + 32 * N;
+
+  if (N < 2 || N > 256) begin : gen_bad_n
+    $error("tp_mxu_array: N = %0d is out of range [2, 256]", N);
+  end
 
   // ---------------------------------------------------------------------------------------------
   // Input FIFO (registers the inputs; a_ready_o comes from a flop)
@@ -266,6 +271,7 @@ module tp_mxu_array
   assign cnt_stall_wgt_o = stall_wgt_q;
   assign cnt_wrows_o     = wrows_q;
   assign err_no_tile_o   = err_q;
+  assign cfg_n_o         = 16'(N);
   assign idle_o          = !in_valid && (fly_q == '0) && !r_valid_o;
 
   tp_assert_stable #(.Width(16 * N), .Name("tp_mxu_array weights")) u_check_w (

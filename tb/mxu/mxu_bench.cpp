@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(1);
     const tp::tb::ValueMix mix;
     tp::golden::MxuModel model(n, preset.mxu.acc_rows);
-    tp::tb::MxuHarness<TP_MXU_CLASS> h(n, {});
+    tp::tb::MxuHarness<TP_MXU_CLASS> h(n, {}, preset.mxu.acc_rows);
     // Queue the whole stream first so that the harness only drives handshakes while timed;
     // the golden model runs outside the timed region.
     std::vector<uint16_t> row(n);

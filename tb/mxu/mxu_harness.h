@@ -45,10 +45,9 @@ class MxuHarness {
  public:
   static constexpr bool kHasAcc = requires(Top t) { t.rsp_valid_o; };
 
-  MxuHarness(unsigned n, MxuStimulus stim)
+  // n (and, for tp_mxu, acc_rows unless 0) must be what the model was built with.
+  MxuHarness(unsigned n, MxuStimulus stim, unsigned acc_rows = 0)
       : n_(n), stim_(std::move(stim)), rng_(stim_.seed), ctx_(std::make_unique<VerilatedContext>()) {
-    if (constexpr unsigned cap = lane_capacity<16, decltype(Top::a_data_i)>(); cap < n || cap >= n + 2)
-      throw std::runtime_error(fmt::format("MxuHarness: the Verilated model was not built for n = {}", n));
     ctx_->randReset(2);  // registers without reset start random, from the test's seed
     ctx_->randSeed(static_cast<int>(stim_.seed & 0x7fffffff));
     ctx_->traceEverOn(!stim_.wave_file.empty());
@@ -72,6 +71,17 @@ class MxuHarness {
     top_->rst_ni = 1;
     tick();
     cycles_ = 0;
+    if (top_->cfg_n_o != n)
+      throw std::runtime_error(fmt::format(
+          "MxuHarness: the Verilated model has N = {} but the preset says {} (rebuild after editing the preset)",
+          top_->cfg_n_o, n));
+    if constexpr (kHasAcc) {
+      if (acc_rows != 0 && top_->cfg_acc_rows_o != acc_rows)
+        throw std::runtime_error(
+            fmt::format("MxuHarness: the Verilated model has {} accumulator rows but the preset says {} (rebuild after "
+                        "editing the preset)",
+                        top_->cfg_acc_rows_o, acc_rows));
+    }
   }
 
   ~MxuHarness() {

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     const auto a = tp::tb::random_bf16s(rng, std::size_t{m} * k, mix);
     const auto b = tp::tb::random_bf16s(rng, std::size_t{k} * ncols, mix);
 
-    tp::tb::MxuHarness<TP_MXU_CLASS> h(n, {stall, stall, stall, seed, waves});
+    tp::tb::MxuHarness<TP_MXU_CLASS> h(n, {stall, stall, stall, seed, waves}, preset.mxu.acc_rows);
     const auto t0 = std::chrono::steady_clock::now();
     const auto c = tp::tb::run_matmul(h, preset.mxu.acc_rows, shape, a, b);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -176,7 +176,7 @@ TEST_F(Mxu, ArrayRowBeforeAnyTileIsAnError) {
 // --- the whole unit: tiled matmuls through the accumulator ---------------------------------------
 
 TEST_F(Mxu, MatmulRandomShapesWithStalls) {
-  Unit h(n_, stim(0.2, 0.2, 0.3));
+  Unit h(n_, stim(0.2, 0.2, 0.3), preset_.mxu.acc_rows);
   const ValueMix mix{118, 136, 0.002};
   const unsigned cases = n_ <= 8 ? 40 : 12;
   for (unsigned i = 0; i < cases; ++i) {
@@ -192,7 +192,7 @@ TEST_F(Mxu, MatmulRandomShapesWithStalls) {
 }
 
 TEST_F(Mxu, MatmulIdentity) {
-  Unit h(n_, stim(0, 0, 0));
+  Unit h(n_, stim(0, 0, 0), preset_.mxu.acc_rows);
   const MatmulShape s{2 * n_, n_, n_};
   auto a = random_bf16s(rng_, std::size_t{s.m} * s.k, ValueMix{1, 254, 0});
   std::vector<uint16_t> eye(std::size_t{n_} * n_, 0);
@@ -203,7 +203,7 @@ TEST_F(Mxu, MatmulIdentity) {
 }
 
 TEST_F(Mxu, MatmulZeros) {
-  Unit h(n_, stim(0, 0, 0));
+  Unit h(n_, stim(0, 0, 0), preset_.mxu.acc_rows);
   const MatmulShape s{n_ + 3, 2 * n_, n_};
   const auto a = random_bf16s(rng_, std::size_t{s.m} * s.k, ValueMix{});
   const std::vector<uint16_t> zeros(std::size_t{s.k} * s.ncols, 0);
@@ -214,7 +214,7 @@ TEST_F(Mxu, MatmulZeros) {
 
 TEST_F(Mxu, MatmulOneHot) {
   // Each row of A selects one row of B: C's rows are B's rows, exactly.
-  Unit h(n_, stim(0.1, 0.1, 0.1));
+  Unit h(n_, stim(0.1, 0.1, 0.1), preset_.mxu.acc_rows);
   const MatmulShape s{3 * n_, 2 * n_ - 1, n_ + 1};
   std::vector<uint16_t> a(std::size_t{s.m} * s.k, 0);
   std::vector<unsigned> pick(s.m);
@@ -232,7 +232,7 @@ TEST_F(Mxu, MatmulOneHot) {
 
 TEST_F(Mxu, MatmulExtremeExponents) {
   // Products that overflow to infinity, underflow to zero, and sums that cancel near the limits.
-  Unit h(n_, stim(0, 0.1, 0.1));
+  Unit h(n_, stim(0, 0.1, 0.1), preset_.mxu.acc_rows);
   const MatmulShape s{2 * n_, 2 * n_, n_};
   ValueMix high{190, 254, 0.01}, low{1, 64, 0.01};
   auto a = random_bf16s(rng_, std::size_t{s.m} * s.k, high);
@@ -243,21 +243,21 @@ TEST_F(Mxu, MatmulExtremeExponents) {
 }
 
 TEST_F(Mxu, MatmulAccumulatesOverManyKTiles) {
-  Unit h(n_, stim(0.1, 0.1, 0.1));
+  Unit h(n_, stim(0.1, 0.1, 0.1), preset_.mxu.acc_rows);
   const MatmulShape s{n_ + 1, 16 * n_ + 3, n_};  // 17 K tiles summed in the accumulator
   matmul_case(h, s, ValueMix{120, 134, 0});
 }
 
 TEST_F(Mxu, MatmulLargerThanTheAccumulator) {
   // M larger than the accumulator memory: the host reads back and reuses it.
-  Unit h(n_, stim(0, 0, 0));
+  Unit h(n_, stim(0, 0, 0), preset_.mxu.acc_rows);
   const unsigned m = std::min(preset_.mxu.acc_rows + 5, 4 * preset_.mxu.acc_rows);
   if (std::size_t{m} * n_ > 200'000) GTEST_SKIP() << "accumulator too large for a quick test at this preset";
   matmul_case(h, MatmulShape{m, n_, n_}, ValueMix{});
 }
 
 TEST_F(Mxu, CountersAccountForEveryRowAndCycle) {
-  Unit h(n_, stim(0.2, 0.2, 0.2));
+  Unit h(n_, stim(0.2, 0.2, 0.2), preset_.mxu.acc_rows);
   const MatmulShape s{3 * n_, 2 * n_, n_};
   matmul_case(h, s, ValueMix{});
   const auto c = h.counters();
@@ -271,7 +271,7 @@ TEST_F(Mxu, CountersAccountForEveryRowAndCycle) {
 }
 
 TEST_F(Mxu, AccumulatorAddressOutOfRangeIsAnError) {
-  Unit h(n_, stim(0, 0, 0));
+  Unit h(n_, stim(0, 0, 0), preset_.mxu.acc_rows);
   h.queue_weights(std::vector<uint16_t>(std::size_t{n_} * n_, 0x3f80));
   h.queue_row(std::vector<uint16_t>(n_, 0x3f80), true, preset_.mxu.acc_rows, false);
   h.run();
@@ -280,7 +280,7 @@ TEST_F(Mxu, AccumulatorAddressOutOfRangeIsAnError) {
 }
 
 TEST_F(Mxu, AccumulatorReadOutOfRangeIsAnError) {
-  Unit h(n_, stim(0, 0, 0));
+  Unit h(n_, stim(0, 0, 0), preset_.mxu.acc_rows);
   const auto rows = h.read_rows(preset_.mxu.acc_rows + 1, 1);
   EXPECT_TRUE(h.top().err_addr_o);
   ASSERT_EQ(rows.size(), 1u);
