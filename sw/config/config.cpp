@@ -43,9 +43,30 @@ unsigned get_uint(const json& obj, const std::string& key, unsigned lo, unsigned
   return static_cast<unsigned>(x);
 }
 
+IciConfig parse_ici(const json& c, const std::string& origin, const std::string& where) {
+  check_keys(c, {"torus", "vcs", "buf_flits", "flit_bits", "replay_flits", "link_latency"}, origin, where);
+  IciConfig ici;
+  if (!c.contains("torus") || !c["torus"].is_array() || c["torus"].size() != 2 || !c["torus"][0].is_number_integer() ||
+      !c["torus"][1].is_number_integer())
+    fail(origin, where + ".torus", "expected [x, y]");
+  const json dims = {{"x", c["torus"][0]}, {"y", c["torus"][1]}};
+  ici.torus_x = get_uint(dims, "x", 1, 32, origin, where + ".torus");
+  ici.torus_y = get_uint(dims, "y", 1, 32, origin, where + ".torus");
+  ici.vcs = get_uint(c, "vcs", 2, 16, origin, where);
+  if (ici.vcs % 2 != 0)
+    fail(origin, where + ".vcs", fmt::format("{} is odd (two dateline classes need an even number)", ici.vcs));
+  ici.buf_flits = get_uint(c, "buf_flits", 1, 64, origin, where);
+  ici.flit_bits = get_uint(c, "flit_bits", 32, 1024, origin, where);  // a head flit carries a 32-bit id in tests
+  ici.replay_flits = get_uint(c, "replay_flits", 2, 128, origin, where);
+  if ((ici.replay_flits & (ici.replay_flits - 1)) != 0)
+    fail(origin, where + ".replay_flits", fmt::format("{} is not a power of two", ici.replay_flits));
+  ici.link_latency = get_uint(c, "link_latency", 1, 64, origin, where);
+  return ici;
+}
+
 Preset parse_one(const std::string& name, const json& j, const std::string& origin) {
   const std::string where = "presets." + name;
-  check_keys(j, {"description", "clock_mhz", "mxu"}, origin, where);
+  check_keys(j, {"description", "clock_mhz", "mxu", "ici"}, origin, where);
   Preset p;
   p.name = name;
   if (j.contains("description")) {
@@ -62,6 +83,8 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   check_keys(m, {"n", "acc_rows"}, origin, where + ".mxu");
   p.mxu.n = get_uint(m, "n", 2, 256, origin, where + ".mxu");
   p.mxu.acc_rows = get_uint(m, "acc_rows", 1, 65535, origin, where + ".mxu");
+  if (!j.contains("ici")) fail(origin, where + ".ici", "missing");
+  p.ici = parse_ici(j["ici"], origin, where + ".ici");
   return p;
 }
 
@@ -126,7 +149,14 @@ std::string preset_json(const Preset& p) {
   json j = {{"name", p.name},
             {"description", p.description},
             {"clock_mhz", p.clock_mhz},
-            {"mxu", {{"n", p.mxu.n}, {"acc_rows", p.mxu.acc_rows}}}};
+            {"mxu", {{"n", p.mxu.n}, {"acc_rows", p.mxu.acc_rows}}},
+            {"ici",
+             {{"torus", {p.ici.torus_x, p.ici.torus_y}},
+              {"vcs", p.ici.vcs},
+              {"buf_flits", p.ici.buf_flits},
+              {"flit_bits", p.ici.flit_bits},
+              {"replay_flits", p.ici.replay_flits},
+              {"link_latency", p.ici.link_latency}}}};
   return j.dump();
 }
 

@@ -20,11 +20,21 @@ struct MxuConfig {
   unsigned acc_rows = 256;  // accumulator memory rows (n fp32 each)
 };
 
+struct IciConfig {
+  unsigned torus_x = 4, torus_y = 4;  // pod torus (chips per dimension, at most 32)
+  unsigned vcs = 2;                   // virtual channels per port (even: two dateline classes)
+  unsigned buf_flits = 8;             // input buffer per VC
+  unsigned flit_bits = 64;            // data bits per flit
+  unsigned replay_flits = 16;         // link replay buffer (power of two)
+  unsigned link_latency = 1;          // cycles on the wire
+};
+
 struct Preset {
   std::string name;
   std::string description;
   double clock_mhz = 700.0;
   MxuConfig mxu;
+  IciConfig ici;
 };
 
 // configs/presets.json of this source tree, or $TENSORPOD_CONFIG when set.

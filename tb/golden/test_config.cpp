@@ -1,6 +1,8 @@
 // Presets: the shipped file is valid, and bad configs fail with messages that name the key.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "config.h"
 
 namespace {
@@ -36,12 +38,13 @@ TEST(Config, UnknownPresetNamesItAndTheKnownOnes) {
 }
 
 TEST(Config, UnknownKeyIsNamed) {
-  const auto msg = error_of(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":8,"acc_rows":4,"m":2}}}})");
+  const auto msg =
+      error_of(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":8,"acc_rows":4,"m":2},"ici":{}}}})");
   EXPECT_NE(msg.find("presets.a.mxu.m: unknown key"), std::string::npos) << msg;
 }
 
 TEST(Config, ImpossibleValueIsNamed) {
-  auto msg = error_of(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":1,"acc_rows":4}}}})");
+  auto msg = error_of(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":1,"acc_rows":4},"ici":{}}}})");
   EXPECT_NE(msg.find("presets.a.mxu.n: 1 is out of range"), std::string::npos) << msg;
   msg = error_of(R"({"default":"a","presets":{"a":{"clock_mhz":-5,"mxu":{"n":8,"acc_rows":4}}}})");
   EXPECT_NE(msg.find("presets.a.clock_mhz"), std::string::npos) << msg;
@@ -49,10 +52,28 @@ TEST(Config, ImpossibleValueIsNamed) {
   EXPECT_NE(msg.find("presets.a.mxu.n: expected an integer"), std::string::npos) << msg;
 }
 
+// A valid preset file whose ICI section has `key` set to `value` (JSON text).
+std::string with_ici(const std::string& key = "", const std::string& value = "") {
+  auto j = nlohmann::json::parse(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":8,"acc_rows":4},
+      "ici":{"torus":[4,4],"vcs":2,"buf_flits":8,"flit_bits":64,"replay_flits":16,"link_latency":1}}}})");
+  if (!key.empty()) j["presets"]["a"]["ici"][key] = nlohmann::json::parse(value);
+  return j.dump();
+}
+
+TEST(Config, IciSectionIsValidated) {
+  EXPECT_EQ(error_of(with_ici()), "");
+  EXPECT_NE(error_of(with_ici("vcs", "3")).find("presets.a.ici.vcs: 3 is odd"), std::string::npos);
+  EXPECT_NE(error_of(with_ici("torus", "[4,33]")).find("presets.a.ici.torus.y: 33 is out of range"), std::string::npos);
+  EXPECT_NE(error_of(with_ici("torus", "4")).find("presets.a.ici.torus: expected [x, y]"), std::string::npos);
+  EXPECT_NE(error_of(with_ici("replay_flits", "12")).find("not a power of two"), std::string::npos);
+  EXPECT_NE(error_of(with_ici("buf_flits", "0")).find("presets.a.ici.buf_flits: 0 is out of range"), std::string::npos);
+  EXPECT_NE(error_of(with_ici("lanes", "1")).find("presets.a.ici.lanes: unknown key"), std::string::npos);
+}
+
 TEST(Config, BadDefaultAndBadJson) {
-  EXPECT_NE(error_of(R"({"default":"zz","presets":{"a":{"clock_mhz":1,"mxu":{"n":8,"acc_rows":4}}}})")
-                .find("unknown preset 'zz'"),
-            std::string::npos);
+  auto bad_default = nlohmann::json::parse(with_ici());
+  bad_default["default"] = "zz";
+  EXPECT_NE(error_of(bad_default.dump()).find("unknown preset 'zz'"), std::string::npos);
   EXPECT_NE(error_of("{not json").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(R"({"default":"a","presets":{"a":{"clock_mhz":1}}})").find("presets.a.mxu: missing"),
             std::string::npos);
