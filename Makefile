@@ -4,6 +4,8 @@
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>]   rerun one test with FST waves
 #   make lint                                           verilator --lint-only -Wall, every top
 #   make bench                                          build/reports/mxu.json
+SHELL  := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 BUILD  ?= build
 JOBS   ?= 2
 PRESET ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/presets.json)
@@ -31,8 +33,9 @@ test: configure
 
 wave: configure
 	@test -n "$(TEST)" || { echo "usage: make wave TEST=<test name> [SEED=<n>] [PRESET=<name>]"; exit 2; }
+	@scripts/install-deps.sh gtkwave
 	@cmake --build $(BUILD) --target tests -j $(JOBS) | grep -v '^\[' || true
-	@scripts/wave.sh "$(BUILD)" "$(TEST)" "$(SEED)" "$(origin PRESET)" "$(PRESET)"
+	@scripts/wave.sh "$(BUILD)" "$(TEST)" "$(SEED)" "$(PRESET)"
 
 lint: configure
 	@cmake --build $(BUILD) --target lint

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what tensorpod needs to build and test, from Debian's packages. Idempotent: quiet
 # when everything is there. As root it installs what is missing; otherwise it prints the
-# apt-get line to run and stops.
+# apt-get line to run and stops. Extra package names as arguments are installed too
+# (make wave asks for gtkwave, which also provides fst2vcd).
 set -euo pipefail
 
 PACKAGES=(
@@ -9,6 +10,7 @@ PACKAGES=(
   verilator                          # RTL -> C++
   libsystemc-dev                     # SystemC (the pod testbench)
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev  # C++ libraries
+  "$@"
 )
 
 missing=()

@@ -3,21 +3,20 @@
 # <build>/waves/. TEST is a GoogleTest name ("Mxu.MatmulIdentity") or a CTest name with the
 # preset in front ("tiny.Mxu.MatmulIdentity").
 set -euo pipefail
-build=$1 test=$2 seed=${3:-} preset_origin=${4:-} preset=${5:-}
-[ "$preset_origin" = "command line" ] || [ "$preset_origin" = "environment" ] || preset=""
+build=$1 test=$2 seed=${3:-} preset=${4:-}
 
-bins=()
-for f in "$build"/tb/test_*; do [ -x "$f" ] && bins+=("$f"); done
-# A CTest name carries the preset first.
+# A CTest name carries the preset first; otherwise PRESET (the default preset unless given).
 first=${test%%.*}
 if [ -x "$build/tb/test_mxu_$first" ] && [ "$test" != "$first" ]; then
   preset=$first
   test=${test#*.}
 fi
-if [ -n "$preset" ]; then
-  bins=("$build/tb/test_mxu_$preset")
-  [ -x "${bins[0]}" ] || { echo "wave: no test binary for preset '$preset' (tests cover: $(ls "$build"/tb | sed -n 's/^test_mxu_//p' | tr '\n' ' '))" >&2; exit 2; }
-fi
+[ -x "$build/tb/test_mxu_$preset" ] || { echo "wave: no test binary for preset '$preset' (tests cover: $(ls "$build"/tb | sed -n 's/^test_mxu_//p' | tr '\n' ' '))" >&2; exit 2; }
+# That preset's MXU tests first, then the preset-independent ones.
+bins=("$build/tb/test_mxu_$preset")
+for f in "$build"/tb/test_*; do
+  case "$f" in */test_mxu_*) ;; *) [ -x "$f" ] && bins+=("$f") ;; esac
+done
 
 for bin in "${bins[@]}"; do
   if "$bin" --gtest_list_tests --gtest_filter="$test" | grep -q '^  '; then
@@ -26,7 +25,7 @@ for bin in "${bins[@]}"; do
     status=0
     [ -n "$seed" ] && export TP_SEED=$seed
     TP_WAVES="$build/waves" "$bin" --gtest_filter="$test" || status=$?
-    for fst in $(find "$build/waves" -name "*${test//\*/}*.fst" -newer "$bin"); do
+    for fst in $(find "$build/waves" -name "$preset.${test//\*/}*.fst" -newer "$bin"); do
       gtkw=${fst%.fst}.gtkw
       if command -v fst2vcd >/dev/null; then
         scripts/gtkw_for.sh "$fst" scripts/mxu.gtkw "$gtkw" >/dev/null

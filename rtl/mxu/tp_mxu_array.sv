@@ -292,7 +292,7 @@ module tp_mxu_array
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
-      a_fly: assert (fly_q <= ($bits(fly_q))'(LAT + 1))
+      a_fly: assert (fly_q <= ($bits(fly_q))'(LAT))
         else $error("tp_mxu_array: more rows in flight than the pipeline holds");
     end
   end

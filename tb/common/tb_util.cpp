@@ -38,7 +38,7 @@ uint64_t test_seed(const std::string& test_name, const std::string& preset) {
     char* end = nullptr;
     errno = 0;
     seed = std::strtoull(value.c_str(), &end, 0);
-    if (errno != 0 || end == value.c_str() || *end != '\0')
+    if (errno != 0 || end == value.c_str() || *end != '\0' || value[0] == '-')
       throw std::invalid_argument(fmt::format("TP_SEED='{}' is not a number (or 'random')", value));
   } else {
     seed = fnv1a(test_name) & 0xffffffffu;

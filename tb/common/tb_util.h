@@ -47,10 +47,4 @@ inline uint32_t get_lane(const Port& port, unsigned j) {
   }
 }
 
-// Number of Bits-wide lanes a packed port can hold (to check a model against its preset).
-template <unsigned Bits, class Port>
-constexpr unsigned lane_capacity() {
-  return static_cast<unsigned>(sizeof(Port) * 8 / Bits);
-}
-
 }  // namespace tp::tb

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     const unsigned n = preset.mxu.n;
     if (rows == 0) rows = 4 * n;
     if (tiles == 0) {
-      // Long enough to time reliably on a noisy machine: about 2^27 MACs, 64 to 4096 tiles.
+      // About 2^27 MACs (64 to 4096 tiles): long enough to time small and v2 reliably; tiny, capped
+      // at 4096 tiles to bound the queued stimulus, runs for a fraction of a second.
       const double per_tile = double(rows) * n * n;
       tiles = static_cast<unsigned>(std::clamp((1u << 27) / per_tile, 64.0, 4096.0));
     }

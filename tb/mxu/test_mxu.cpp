@@ -171,6 +171,19 @@ TEST_F(Mxu, ArrayRowBeforeAnyTileIsAnError) {
   h.run();
   EXPECT_TRUE(h.top().err_no_tile_o);
   EXPECT_TRUE(h.results().empty()) << "a row without weights must not produce a result";
+  EXPECT_EQ(h.counters().rows, 0u) << "the dropped row must not count as work";
+  // The array still works afterwards (the error is sticky, the datapath is not stuck).
+  MxuModel model(n_, 1);
+  const auto w = random_bf16s(rng_, std::size_t{n_} * n_, ValueMix{});
+  const auto a = random_bf16s(rng_, n_, ValueMix{});
+  h.queue_weights(w);
+  model.load_weights(w);
+  model.switch_tile();
+  h.queue_row(a, true, 2);
+  h.run();
+  ASSERT_EQ(h.results().size(), 1u);
+  EXPECT_EQ(h.results()[0].data, model.row(a));
+  EXPECT_TRUE(h.top().err_no_tile_o);
 }
 
 // --- the whole unit: tiled matmuls through the accumulator ---------------------------------------
@@ -272,11 +285,23 @@ TEST_F(Mxu, CountersAccountForEveryRowAndCycle) {
 
 TEST_F(Mxu, AccumulatorAddressOutOfRangeIsAnError) {
   Unit h(n_, stim(0, 0, 0), preset_.mxu.acc_rows);
-  h.queue_weights(std::vector<uint16_t>(std::size_t{n_} * n_, 0x3f80));
-  h.queue_row(std::vector<uint16_t>(n_, 0x3f80), true, preset_.mxu.acc_rows, false);
+  // Row 0 and the last row hold known results; a write past the end must change neither.
+  std::vector<uint16_t> eye(std::size_t{n_} * n_, 0);
+  for (unsigned i = 0; i < n_; ++i) eye[std::size_t{i} * n_ + i] = 0x3f80;
+  const auto a0 = random_bf16s(rng_, n_, ValueMix{}), a1 = random_bf16s(rng_, n_, ValueMix{});
+  h.queue_weights(eye);
+  h.queue_row(a0, true, 0, false);
+  h.queue_row(a1, false, preset_.mxu.acc_rows - 1, false);
+  h.queue_row(random_bf16s(rng_, n_, ValueMix{}), false, preset_.mxu.acc_rows, false);
+  h.queue_row(random_bf16s(rng_, n_, ValueMix{}), false, 0xffff, true);
   h.run();
   EXPECT_TRUE(h.top().err_addr_o) << "a write past the accumulator must raise err_addr_o";
-  EXPECT_EQ(h.top().cnt_acc_writes_o, 0u);
+  EXPECT_EQ(h.top().cnt_acc_writes_o, 2u);
+  const auto first = h.read_rows(0, 1), last = h.read_rows(preset_.mxu.acc_rows - 1, 1);
+  for (unsigned j = 0; j < n_; ++j) {
+    EXPECT_EQ(first[0][j], tp::golden::bf16_to_fp32(a0[j])) << "row 0 changed, column " << j;
+    EXPECT_EQ(last[0][j], tp::golden::bf16_to_fp32(a1[j])) << "last row changed, column " << j;
+  }
 }
 
 TEST_F(Mxu, AccumulatorReadOutOfRangeIsAnError) {
@@ -307,6 +332,20 @@ TEST_F(Mxu, ProtocolAssertionCatchesUnstablePayload) {
         for (unsigned c = 0; c < 4; ++c) h.step();
       },
       "payload changed while valid waited for ready");
+}
+
+TEST_F(Mxu, ProtocolAssertionCatchesUnstableReadAddress) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        Unit h(n_, stim(0, 0, 1.0), preset_.mxu.acc_rows);  // responses never accepted
+        for (unsigned r = 0; r < 4; ++r) h.queue_read(r);
+        for (unsigned c = 0; c < 8; ++c) h.step();  // the third read waits: the FIFO is full
+        h.top().rd_addr_i = static_cast<uint16_t>(h.top().rd_addr_i ^ 1u);
+        for (unsigned c = 0; c < 4; ++c) h.step();
+      },
+      "tp_mxu_acc reads: payload changed while valid waited for ready");
 }
 
 }  // namespace
