@@ -11,13 +11,28 @@ set(TP_RTL_MXU
   ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu_acc.sv
   ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu.sv)
 
+set(TP_RTL_ICI
+  ${TP_RTL_COMMON}
+  ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_pkg.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_link_tx.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_link_rx.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_router.sv)
+
 # Flags for every model: assertions on, waves available at run time (FST).
 set(TP_VERILATOR_ARGS -Wall --assert -O2 --x-assign unique --x-initial unique
     --unroll-count 256 --unroll-stmts 1)
 
-# tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...])
+# The MXU's arrays must stay C++ loops (docs/mxu.md); the router's small loops over ports and
+# VCs are better unrolled, so it gets Verilator's default unrolling.
+set(TP_VERILATOR_ARGS_ICI -Wall --assert -O2 --x-assign unique --x-initial unique)
+
+# tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...] [ARGS ...])
 function(tp_verilate lib)
-  cmake_parse_arguments(V "" "TOP;PREFIX" "SOURCES;PARAMS" ${ARGN})
+  cmake_parse_arguments(V "" "TOP;PREFIX" "SOURCES;PARAMS;ARGS" ${ARGN})
+  if(NOT V_ARGS)
+    set(V_ARGS ${TP_VERILATOR_ARGS})
+  endif()
   add_library(${lib} STATIC)
   verilate(${lib}
     SOURCES ${V_SOURCES}
@@ -25,7 +40,7 @@ function(tp_verilate lib)
     PREFIX ${V_PREFIX}
     TRACE_FST
     DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${lib}.dir
-    VERILATOR_ARGS ${TP_VERILATOR_ARGS} ${V_PARAMS}
+    VERILATOR_ARGS ${V_ARGS} ${V_PARAMS}
     OPT_FAST -O2)
   target_link_libraries(${lib} PUBLIC Threads::Threads)
   # Verilator's headers are not ours: include them as system headers so that our warning
@@ -55,6 +70,27 @@ function(tp_mxu_array_model preset)
               SOURCES ${TP_RTL_MXU} PARAMS -GN=${n} -GTagW=17)
 endfunction()
 
+# The ICI router with given parameters: rtl_ici_<tag> (class Vici_<tag>), tag v<V>b<B>f<F>r<R>.
+function(tp_ici_model vcs buf flit replay out_tag)
+  set(tag v${vcs}b${buf}f${flit}r${replay})
+  set(${out_tag} ${tag} PARENT_SCOPE)
+  if(TARGET rtl_ici_${tag})
+    return()
+  endif()
+  tp_verilate(rtl_ici_${tag} TOP tp_ici_router PREFIX Vici_${tag} SOURCES ${TP_RTL_ICI}
+              PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} ARGS ${TP_VERILATOR_ARGS_ICI})
+endfunction()
+
+# The router parameters of a preset.
+function(tp_preset_ici preset out_tag)
+  tp_preset_get(vcs ${preset} ici vcs)
+  tp_preset_get(buf ${preset} ici buf_flits)
+  tp_preset_get(flit ${preset} ici flit_bits)
+  tp_preset_get(replay ${preset} ici replay_flits)
+  tp_ici_model(${vcs} ${buf} ${flit} ${replay} tag)
+  set(${out_tag} ${tag} PARENT_SCOPE)
+endfunction()
+
 # make lint: verilator --lint-only -Wall on every RTL top, at every preset's parameters.
 function(tp_lint_target)
   set(cmds "")
@@ -67,9 +103,15 @@ function(tp_lint_target)
          -GN=${n} -GAccRows=${acc_rows})
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_MXU} --top-module tp_mxu_array
          -GN=${n} -GTagW=17)
+    tp_preset_get(vcs ${preset} ici vcs)
+    tp_preset_get(buf ${preset} ici buf_flits)
+    tp_preset_get(flit ${preset} ici flit_bits)
+    tp_preset_get(replay ${preset} ici replay_flits)
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
+         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit; tp_mxu and tp_mxu_array at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit; tp_mxu, tp_mxu_array, tp_ici_router at ${TP_ALL_PRESETS})"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

@@ -1,0 +1,30 @@
+// ICI (inter-chip interconnect) definitions shared by the router and its link layer.
+//
+// Flit layout, LSB first (FW = 2 + VW + 4*CW + HOPW + FlitW bits):
+//   [0] head  [1] tail  [2 +: VW] vc  then dst_x, dst_y, src_x, src_y (CW each), hops (HOPW),
+//   data (FlitW). Routing fields are meaningful in head flits.
+// Link word (forward, one per flit): {crc16, seq, flit}. Reverse word (every cycle, state):
+//   {crc16, freed[V-1] .. freed[0], err, ack}: the receiver's next expected sequence number
+//   (cumulative ack), its count of CRC errors (a change asks the sender to go back N), and per VC
+//   the number of flits it has freed from its input buffer (credits, as running counters, so a
+//   lost or corrupted reverse word costs nothing: the next one carries the same state).
+package tp_ici_pkg;
+  localparam int unsigned CW   = 5;   // coordinate bits: tori up to 32 x 32
+  localparam int unsigned HOPW = 7;   // hop counter in the head flit
+  localparam int unsigned SEQW = 8;   // link sequence numbers
+  localparam int unsigned ERRW = 4;   // receiver CRC error counter (mod 16)
+  localparam int unsigned CNTW = 8;   // freed-credit counters (mod 256)
+  localparam int unsigned CRCW = 16;  // CRC-16-CCITT, polynomial 0x1021, initial value 0xffff
+
+  // Router ports: four torus links and the local (injection/ejection) port.
+  localparam int unsigned P_N = 0;  // towards y + 1
+  localparam int unsigned P_S = 1;  // towards y - 1
+  localparam int unsigned P_E = 2;  // towards x + 1
+  localparam int unsigned P_W = 3;  // towards x - 1
+  localparam int unsigned P_L = 4;
+  localparam int unsigned NPORTS = 5;
+
+  function automatic logic [CRCW-1:0] crc16_bit(input logic [CRCW-1:0] crc, input logic b);
+    return {crc[CRCW-2:0], 1'b0} ^ ((crc[CRCW-1] ^ b) ? 16'h1021 : 16'h0000);
+  endfunction
+endpackage

@@ -1,0 +1,493 @@
+// ICI router for a 2D torus (docs/ici.md): four link ports (N, S, E, W) and a local port.
+//
+// - Input-buffered: V virtual channels of B flits per input port; wormhole, credit-based.
+// - Routing: dimension order (X, then Y), each dimension the shorter way round the ring, a tie
+//   going the positive way. Inside a slice that does not span the whole ring of a dimension,
+//   the route never takes that dimension's wrap-around link.
+// - Deadlock freedom on the rings: dateline VCs. VCs are split into two classes of L = V/2
+//   lanes; a packet enters each dimension in class 0 and moves to class 1 when it crosses that
+//   dimension's wrap-around link. A packet keeps its lane (injection VC) end to end, so packets
+//   of one source, destination and lane stay in order.
+// - Allocation, round-robin throughout: VC allocation per output VC (each input VC asks for
+//   exactly one output VC: its lane in the class the dateline rule gives), then separable
+//   input-first switch allocation. Head flits spend one cycle in VC allocation and one in switch
+//   allocation + traversal; body flits one.
+// - Links: tp_ici_link_tx/rx add sequence numbers and CRC and retransmit (go-back-N).
+// - Slices: the local port refuses a packet whose destination lies outside this chip's slice
+//   (counted, pulsed on refused_o); nothing is injected across a slice boundary.
+module tp_ici_router
+  import tp_ici_pkg::*;
+#(
+  parameter int unsigned V     = 2,   // virtual channels per port (even, >= 2)
+  parameter int unsigned B     = 8,   // flits per VC buffer
+  parameter int unsigned FlitW = 64,  // data bits per flit
+  parameter int unsigned R     = 16,  // link replay buffer depth
+  localparam int unsigned VW   = (V > 1) ? $clog2(V) : 1,
+  localparam int unsigned FW   = 2 + VW + 4 * CW + HOPW + FlitW,
+  localparam int unsigned LW   = FW + SEQW + CRCW,
+  localparam int unsigned RVW  = SEQW + ERRW + V * CNTW + CRCW
+) (
+  input  logic           clk_i,
+  input  logic           rst_ni,
+  // Configuration (control registers): torus size, this chip, its slice [x0, x0+w) x [y0, y0+h).
+  input  logic [CW:0]    kx_i,
+  input  logic [CW:0]    ky_i,
+  input  logic [CW-1:0]  my_x_i,
+  input  logic [CW-1:0]  my_y_i,
+  input  logic [CW-1:0]  slice_x0_i,
+  input  logic [CW-1:0]  slice_y0_i,
+  input  logic [CW:0]    slice_w_i,
+  input  logic [CW:0]    slice_h_i,
+  // Links, indexed P_N, P_S, P_E, P_W. tx/rx carry flits; rv_out_o is this router's reverse
+  // word for the neighbour that sends to rx, rv_in_i the reverse word for what tx sends.
+  output logic           tx_valid_o [4],
+  output logic [LW-1:0]  tx_data_o  [4],
+  input  logic           rx_valid_i [4],
+  input  logic [LW-1:0]  rx_data_i  [4],
+  output logic [RVW-1:0] rv_out_o   [4],
+  input  logic [RVW-1:0] rv_in_i    [4],
+  // Local port: injection and ejection.
+  input  logic           inj_valid_i,
+  output logic           inj_ready_o,
+  input  logic [FW-1:0]  inj_flit_i,
+  output logic           ej_valid_o,
+  input  logic           ej_ready_i,
+  output logic [FW-1:0]  ej_flit_o,
+  output logic           refused_o,  // pulse: a packet aimed outside the slice was dropped
+  // Status and counters.
+  output logic           err_slice_o,  // sticky: a flit arrived whose destination is outside
+  output logic [31:0]    cnt_flits_o [NPORTS],        // flits sent per output port
+  output logic [31:0]    cnt_credit_stall_o [NPORTS], // cycles a flit waited for a credit
+  output logic [31:0]    cnt_retx_o [4],              // flits retransmitted per link
+  output logic [31:0]    cnt_crc_err_o [4],           // flits received with a bad CRC
+  output logic [31:0]    cnt_dropped_o [4],           // good flits dropped after a lost one
+  output logic [31:0]    cnt_rv_bad_o [4],            // reverse words with a bad CRC
+  output logic [31:0]    cnt_refused_o                // packets refused at injection
+);
+  localparam int unsigned L   = V / 2;  // lanes per class
+  localparam int unsigned BW  = $clog2(B + 1);
+  localparam int unsigned PW  = $clog2(B > 1 ? B : 2);
+  localparam int unsigned NIV = NPORTS * V;  // input VCs
+  localparam int unsigned VIW = $clog2(NIV);
+
+  typedef struct packed {
+    logic [FlitW-1:0] data;
+    logic [HOPW-1:0]  hops;
+    logic [CW-1:0]    src_y;
+    logic [CW-1:0]    src_x;
+    logic [CW-1:0]    dst_y;
+    logic [CW-1:0]    dst_x;
+    logic [VW-1:0]    vc;
+    logic             tail;
+    logic             head;
+  } flit_t;
+
+  if (V < 2 || (V % 2) != 0) begin : gen_bad_v
+    $error("tp_ici_router: V = %0d must be even and at least 2 (two dateline classes)", V);
+  end
+
+  // -----------------------------------------------------------------------------------------
+  // Link receivers and the injection port feed the input buffers
+  // -----------------------------------------------------------------------------------------
+  logic          wr_valid [NPORTS];
+  flit_t         wr_flit  [NPORTS];
+  logic [V-1:0]  pop      [NPORTS];  // input VC buffer pops this cycle
+
+  for (genvar p = 0; p < 4; p++) begin : gen_rx
+    logic [FW-1:0] flit;
+    tp_ici_link_rx #(.FW(FW), .V(V)) u_rx (
+      .clk_i,
+      .rst_ni,
+      .rx_valid_i    (rx_valid_i[p]),
+      .rx_data_i     (rx_data_i[p]),
+      .out_valid_o   (wr_valid[p]),
+      .out_flit_o    (flit),
+      .pop_i         (pop[p]),
+      .rv_data_o     (rv_out_o[p]),
+      .cnt_crc_err_o (cnt_crc_err_o[p]),
+      .cnt_dropped_o (cnt_dropped_o[p])
+    );
+    assign wr_flit[p] = flit_t'(flit);
+  end
+
+  // Injection: a small FIFO (so inj_ready_o comes from a flop), then the slice check.
+  logic          inj_valid, inj_pop, dropping_q, dropping_d, outside, refuse;
+  logic [FW-1:0] inj_raw;
+  flit_t         inj_flit;
+  logic [31:0]   refused_q;
+  tp_fifo #(.Width(FW), .Depth(2)) u_inj_fifo (
+    .clk_i,
+    .rst_ni,
+    .valid_i (inj_valid_i),
+    .ready_o (inj_ready_o),
+    .data_i  (inj_flit_i),
+    .valid_o (inj_valid),
+    .ready_i (inj_pop),
+    .data_o  (inj_raw)
+  );
+  assign inj_flit = flit_t'(inj_raw);
+
+  function automatic logic in_slice(input logic [CW-1:0] x, input logic [CW-1:0] y,
+                                    input logic [CW-1:0] x0, input logic [CW-1:0] y0,
+                                    input logic [CW:0] w, input logic [CW:0] h);
+    return ({1'b0, x} >= {1'b0, x0}) && ({1'b0, x} < {1'b0, x0} + w) &&
+           ({1'b0, y} >= {1'b0, y0}) && ({1'b0, y} < {1'b0, y0} + h);
+  endfunction
+
+  assign outside = !in_slice(inj_flit.dst_x, inj_flit.dst_y, slice_x0_i, slice_y0_i, slice_w_i,
+                             slice_h_i);
+
+  // -----------------------------------------------------------------------------------------
+  // Input VC buffers
+  // -----------------------------------------------------------------------------------------
+  flit_t         mem_q   [NPORTS][V][B];
+  logic [PW-1:0] rd_q    [NPORTS][V];
+  logic [PW-1:0] wr_q    [NPORTS][V];
+  logic [BW-1:0] count_q [NPORTS][V];
+  flit_t         front   [NPORTS][V];
+  logic          nonempty[NPORTS][V];
+
+  always_comb begin
+    refuse      = inj_valid && inj_flit.head && outside;
+    inj_pop     = 1'b0;
+    wr_valid[P_L] = 1'b0;
+    wr_flit[P_L]  = inj_flit;
+    dropping_d  = dropping_q;
+    if (inj_valid) begin
+      if (refuse || dropping_q) begin
+        inj_pop = 1'b1;  // drop the packet's flits
+        if (refuse) dropping_d = !inj_flit.tail;
+        else if (inj_flit.tail) dropping_d = 1'b0;
+      end else if (count_q[P_L][inj_flit.vc] < BW'(B)) begin
+        inj_pop       = 1'b1;
+        wr_valid[P_L] = 1'b1;
+      end
+    end
+  end
+
+  always_comb begin
+    for (int p = 0; p < NPORTS; p++) begin
+      for (int v = 0; v < V; v++) begin
+        front[p][v]    = mem_q[p][v][rd_q[p][v]];
+        nonempty[p][v] = (count_q[p][v] != '0);
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    for (int p = 0; p < NPORTS; p++) begin
+      if (wr_valid[p]) mem_q[p][wr_flit[p].vc][wr_q[p][wr_flit[p].vc]] <= wr_flit[p];
+    end
+  end
+
+  function automatic logic [PW-1:0] incr(input logic [PW-1:0] x);
+    return (x == PW'(B - 1)) ? '0 : x + 1'b1;
+  endfunction
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int p = 0; p < NPORTS; p++) begin
+        for (int v = 0; v < V; v++) begin
+          rd_q[p][v]    <= '0;
+          wr_q[p][v]    <= '0;
+          count_q[p][v] <= '0;
+        end
+      end
+    end else begin
+      for (int p = 0; p < NPORTS; p++) begin
+        for (int v = 0; v < V; v++) begin
+          logic w;
+          w = wr_valid[p] && (wr_flit[p].vc == VW'(v));
+          if (w) wr_q[p][v] <= incr(wr_q[p][v]);
+          if (pop[p][v]) rd_q[p][v] <= incr(rd_q[p][v]);
+          count_q[p][v] <= count_q[p][v] + BW'(w) - BW'(pop[p][v]);
+        end
+      end
+    end
+  end
+
+  // -----------------------------------------------------------------------------------------
+  // Route computation for the head flit at the front of each input VC
+  // -----------------------------------------------------------------------------------------
+  logic [2:0]    rc_port [NPORTS][V];
+  logic [VW-1:0] rc_vc   [NPORTS][V];
+
+  // Direction and dateline crossing in one dimension: go positive? wraps the wrap link?
+  function automatic logic [1:0] ring_step(input logic [CW-1:0] here, input logic [CW-1:0] dst,
+                                           input logic [CW:0] k, input logic full_ring);
+    logic [CW:0] fwd, back;
+    logic        pos, wraps;
+    fwd  = ({1'b0, dst} >= {1'b0, here}) ? {1'b0, dst} - {1'b0, here} : {1'b0, dst} + k - {1'b0, here};
+    back = k - fwd;
+    if (full_ring) pos = (fwd <= back);  // the shorter way; a tie goes positive
+    else pos = (dst > here);             // inside a partial slice: never wrap
+    if (pos) wraps = full_ring && ({1'b0, here} == k - 1'b1);
+    else wraps = full_ring && (here == '0);
+    return {pos, wraps};
+  endfunction
+
+  always_comb begin
+    for (int p = 0; p < NPORTS; p++) begin
+      for (int v = 0; v < V; v++) begin
+        logic [CW-1:0] dx, dy;
+        logic [1:0]    step;
+        logic          cls;
+        logic [VW-1:0] lane;
+        dx   = front[p][v].dst_x;
+        dy   = front[p][v].dst_y;
+        lane = VW'(v % L);
+        cls  = 1'b0;
+        step = 2'b00;
+        if (dx != my_x_i) begin
+          step = ring_step(my_x_i, dx, kx_i, slice_w_i == kx_i);
+          rc_port[p][v] = step[1] ? 3'(P_E) : 3'(P_W);
+          // Same dimension as the way in: keep the class, unless crossing the dateline now.
+          cls = ((p == P_E) || (p == P_W)) ? (v >= L) : 1'b0;
+        end else if (dy != my_y_i) begin
+          step = ring_step(my_y_i, dy, ky_i, slice_h_i == ky_i);
+          rc_port[p][v] = step[1] ? 3'(P_N) : 3'(P_S);
+          cls = ((p == P_N) || (p == P_S)) ? (v >= L) : 1'b0;
+        end else begin
+          rc_port[p][v] = 3'(P_L);
+        end
+        if (step[0]) cls = 1'b1;
+        rc_vc[p][v] = cls ? lane + VW'(L) : lane;
+      end
+    end
+  end
+
+  // -----------------------------------------------------------------------------------------
+  // VC allocation: one round-robin arbiter per output VC
+  // -----------------------------------------------------------------------------------------
+  logic          act_q  [NPORTS][V];  // input VC holds an output VC
+  logic [2:0]    oport_q[NPORTS][V];
+  logic [VW-1:0] ovc_q  [NPORTS][V];
+  logic          busy_q [NPORTS][V];  // output VC allocated
+  logic [NIV-1:0] va_req [NPORTS][V];
+  logic          va_gv  [NPORTS][V];
+  logic [VIW-1:0] va_gi [NPORTS][V];
+
+  always_comb begin
+    for (int o = 0; o < NPORTS; o++) begin
+      for (int ov = 0; ov < V; ov++) begin
+        va_req[o][ov] = '0;
+        for (int p = 0; p < NPORTS; p++) begin
+          for (int v = 0; v < V; v++) begin
+            va_req[o][ov][p * V + v] = !busy_q[o][ov] && !act_q[p][v] && nonempty[p][v] &&
+                                       front[p][v].head && (rc_port[p][v] == 3'(o)) &&
+                                       (rc_vc[p][v] == VW'(ov));
+          end
+        end
+      end
+    end
+  end
+
+  for (genvar o = 0; o < NPORTS; o++) begin : gen_va_o
+    for (genvar ov = 0; ov < V; ov++) begin : gen_va_v
+      tp_rr_arb #(.N(NIV)) u_arb (
+        .clk_i,
+        .rst_ni,
+        .req_i       (va_req[o][ov]),
+        .advance_i   (1'b1),
+        .gnt_valid_o (va_gv[o][ov]),
+        .gnt_idx_o   (va_gi[o][ov])
+      );
+    end
+  end
+
+  // -----------------------------------------------------------------------------------------
+  // Switch allocation: input-first separable, round-robin at both stages
+  // -----------------------------------------------------------------------------------------
+  logic [V-1:0]      credit_ok [NPORTS];
+  logic              out_ready [NPORTS];
+  logic [V-1:0]      sa1_req   [NPORTS];
+  logic              sa1_gv    [NPORTS];
+  logic [VW-1:0]     sa1_gi    [NPORTS];
+  logic [NPORTS-1:0] sa2_req   [NPORTS];
+  logic              sa2_gv    [NPORTS];
+  logic [2:0]        sa2_gi    [NPORTS];
+  logic              sa1_won   [NPORTS];
+  logic [NPORTS-1:0] stall_credit;
+
+  always_comb begin
+    stall_credit = '0;
+    for (int p = 0; p < NPORTS; p++) begin
+      for (int v = 0; v < V; v++) begin
+        sa1_req[p][v] = act_q[p][v] && nonempty[p][v] && out_ready[oport_q[p][v]] &&
+                        credit_ok[oport_q[p][v]][ovc_q[p][v]];
+        if (act_q[p][v] && nonempty[p][v] && !credit_ok[oport_q[p][v]][ovc_q[p][v]])
+          stall_credit[oport_q[p][v]] = 1'b1;
+      end
+    end
+    for (int o = 0; o < NPORTS; o++) begin
+      for (int p = 0; p < NPORTS; p++) begin
+        sa2_req[o][p] = sa1_gv[p] && (oport_q[p][sa1_gi[p]] == 3'(o));
+      end
+    end
+    for (int p = 0; p < NPORTS; p++) begin
+      sa1_won[p] = sa1_gv[p] && sa2_gv[oport_q[p][sa1_gi[p]]] &&
+                   (sa2_gi[oport_q[p][sa1_gi[p]]] == 3'(p));
+    end
+  end
+
+  for (genvar p = 0; p < NPORTS; p++) begin : gen_sa
+    tp_rr_arb #(.N(V)) u_sa1 (
+      .clk_i,
+      .rst_ni,
+      .req_i       (sa1_req[p]),
+      .advance_i   (sa1_won[p]),
+      .gnt_valid_o (sa1_gv[p]),
+      .gnt_idx_o   (sa1_gi[p])
+    );
+    tp_rr_arb #(.N(NPORTS)) u_sa2 (
+      .clk_i,
+      .rst_ni,
+      .req_i       (sa2_req[p]),
+      .advance_i   (1'b1),
+      .gnt_valid_o (sa2_gv[p]),
+      .gnt_idx_o   (sa2_gi[p])
+    );
+  end
+
+  // Switch traversal: the winning flit of each output port, with its new VC and hop count.
+  logic          out_valid [NPORTS];
+  flit_t         out_flit  [NPORTS];
+  logic [2:0]    st_p      [NPORTS];  // input port and VC feeding each output
+  logic [VW-1:0] st_v      [NPORTS];
+
+  always_comb begin
+    for (int p = 0; p < NPORTS; p++) pop[p] = '0;
+    for (int o = 0; o < NPORTS; o++) begin
+      out_valid[o] = 1'b0;
+      out_flit[o]  = '0;
+      st_p[o]      = sa2_gi[o];
+      st_v[o]      = sa1_gi[sa2_gi[o]];
+      if (sa2_gv[o]) begin
+        out_valid[o]   = 1'b1;
+        out_flit[o]    = front[st_p[o]][st_v[o]];
+        out_flit[o].vc = ovc_q[st_p[o]][st_v[o]];
+        if (out_flit[o].head && (o != P_L)) out_flit[o].hops = out_flit[o].hops + 1'b1;
+        pop[st_p[o]][st_v[o]] = 1'b1;
+      end
+    end
+  end
+
+  // Input VC and output VC state.
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int p = 0; p < NPORTS; p++) begin
+        for (int v = 0; v < V; v++) begin
+          act_q[p][v]   <= 1'b0;
+          oport_q[p][v] <= '0;
+          ovc_q[p][v]   <= '0;
+          busy_q[p][v]  <= 1'b0;
+        end
+      end
+    end else begin
+      // Allocation (for input VCs that are idle) ...
+      for (int o = 0; o < NPORTS; o++) begin
+        for (int ov = 0; ov < V; ov++) begin
+          if (va_gv[o][ov]) begin
+            act_q[3'(va_gi[o][ov] / VIW'(V))][VW'(va_gi[o][ov] % VIW'(V))]   <= 1'b1;
+            oport_q[3'(va_gi[o][ov] / VIW'(V))][VW'(va_gi[o][ov] % VIW'(V))] <= 3'(o);
+            ovc_q[3'(va_gi[o][ov] / VIW'(V))][VW'(va_gi[o][ov] % VIW'(V))]   <= VW'(ov);
+            busy_q[o][ov] <= 1'b1;
+          end
+        end
+      end
+      // ... and release when a tail leaves (on active VCs, which allocation does not touch).
+      for (int p = 0; p < NPORTS; p++) begin
+        for (int v = 0; v < V; v++) begin
+          if (pop[p][v] && front[p][v].tail) begin
+            act_q[p][v] <= 1'b0;
+            busy_q[oport_q[p][v]][ovc_q[p][v]] <= 1'b0;
+          end
+        end
+      end
+    end
+  end
+
+  // -----------------------------------------------------------------------------------------
+  // Output ports: four link senders and the ejection FIFO
+  // -----------------------------------------------------------------------------------------
+  for (genvar o = 0; o < 4; o++) begin : gen_tx
+    logic rdy;
+    tp_ici_link_tx #(.FW(FW), .V(V), .B(B), .R(R)) u_tx (
+      .clk_i,
+      .rst_ni,
+      .in_valid_i   (out_valid[o]),
+      .in_ready_o   (rdy),
+      .in_flit_i    (out_flit[o]),
+      .in_vc_i      (out_flit[o].vc),
+      .credit_ok_o  (credit_ok[o]),
+      .tx_valid_o   (tx_valid_o[o]),
+      .tx_data_o    (tx_data_o[o]),
+      .rv_data_i    (rv_in_i[o]),
+      .cnt_retx_o   (cnt_retx_o[o]),
+      .cnt_rv_bad_o (cnt_rv_bad_o[o])
+    );
+    assign out_ready[o] = rdy;
+  end
+
+  logic ej_ready_in;
+  tp_fifo #(.Width(FW), .Depth(2), .CheckInput(1'b0)) u_ej_fifo (
+    .clk_i,
+    .rst_ni,
+    .valid_i (out_valid[P_L]),
+    .ready_o (ej_ready_in),
+    .data_i  (out_flit[P_L]),
+    .valid_o (ej_valid_o),
+    .ready_i (ej_ready_i),
+    .data_o  (ej_flit_o)
+  );
+  assign out_ready[P_L] = ej_ready_in;
+  assign credit_ok[P_L] = '1;  // the ejection FIFO's ready covers every VC
+
+  // -----------------------------------------------------------------------------------------
+  // Counters and checks
+  // -----------------------------------------------------------------------------------------
+  logic [31:0] flits_q [NPORTS], cstall_q [NPORTS];
+  logic        err_slice_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int o = 0; o < NPORTS; o++) begin
+        flits_q[o]  <= '0;
+        cstall_q[o] <= '0;
+      end
+      refused_q   <= '0;
+      dropping_q  <= 1'b0;
+      err_slice_q <= 1'b0;
+    end else begin
+      for (int o = 0; o < NPORTS; o++) begin
+        flits_q[o]  <= flits_q[o] + 32'(out_valid[o]);
+        cstall_q[o] <= cstall_q[o] + 32'(stall_credit[o]);
+      end
+      refused_q  <= refused_q + 32'(refuse);
+      dropping_q <= dropping_d;
+      for (int p = 0; p < 4; p++) begin
+        if (wr_valid[p] && wr_flit[p].head &&
+            !in_slice(wr_flit[p].dst_x, wr_flit[p].dst_y, slice_x0_i, slice_y0_i, slice_w_i, slice_h_i))
+          err_slice_q <= 1'b1;
+      end
+    end
+  end
+  for (genvar o = 0; o < NPORTS; o++) begin : gen_cnt
+    assign cnt_flits_o[o]        = flits_q[o];
+    assign cnt_credit_stall_o[o] = cstall_q[o];
+  end
+  assign cnt_refused_o = refused_q;
+  assign refused_o     = refuse;
+  assign err_slice_o   = err_slice_q;
+
+`ifndef SYNTHESIS
+  // Credits guarantee room: a flit arriving for a full buffer is a protocol error.
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      for (int p = 0; p < 4; p++) begin
+        a_room: assert (!wr_valid[p] || count_q[p][wr_flit[p].vc] < BW'(B))
+          else $error("tp_ici_router (%0d,%0d): flit for a full VC buffer on port %0d", my_x_i, my_y_i, p);
+      end
+    end
+  end
+`endif
+endmodule

@@ -1,0 +1,165 @@
+#include "ici_model.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tp::golden {
+
+namespace {
+
+bool in_torus(Coord c, Torus t) { return c.x < t.kx && c.y < t.ky; }
+
+void check_torus(Torus t, const char* who) {
+  if (t.kx == 0 || t.ky == 0) throw std::invalid_argument(fmt::format("{}: torus {}x{} is empty", who, t.kx, t.ky));
+}
+
+void check_route_args(Torus t, const Slice& s, Coord src, Coord dst) {
+  check_torus(t, "ici route");
+  if (s.w == 0 || s.h == 0 || std::size_t{s.x0} + s.w > t.kx || std::size_t{s.y0} + s.h > t.ky)
+    throw std::invalid_argument(fmt::format("ici route: slice [{}, {}) x [{}, {}) does not fit in the {}x{} torus",
+                                            s.x0, std::size_t{s.x0} + s.w, s.y0, std::size_t{s.y0} + s.h, t.kx, t.ky));
+  for (const auto& [name, c] : {std::pair{"source", src}, std::pair{"destination", dst}}) {
+    if (!in_torus(c, t))
+      throw std::invalid_argument(
+          fmt::format("ici route: {} ({}, {}) is outside the {}x{} torus", name, c.x, c.y, t.kx, t.ky));
+    if (!in_slice(c, s))
+      throw std::invalid_argument(fmt::format("ici route: {} ({}, {}) is outside the slice [{}, {}) x [{}, {})", name,
+                                              c.x, c.y, s.x0, s.x0 + s.w, s.y0, s.y0 + s.h));
+  }
+}
+
+// One hop in one dimension, as the RTL's ring_step: go positive? cross the wrap-around link?
+struct Step {
+  bool pos, wraps;
+};
+
+Step ring_step(unsigned here, unsigned dst, unsigned k, bool full_ring) {
+  const unsigned fwd = dst >= here ? dst - here : dst + k - here;
+  const unsigned back = k - fwd;
+  const bool pos = full_ring ? fwd <= back : dst > here;
+  const bool wraps = full_ring && (pos ? here == k - 1 : here == 0);
+  return {pos, wraps};
+}
+
+unsigned next(unsigned here, unsigned k, bool pos) { return pos ? (here + 1) % k : (here + k - 1) % k; }
+
+// Walks the route, calling hop(next_node, wraps, first_hop_in_dimension) for every link hop.
+template <typename F>
+void walk(Torus t, const Slice& s, Coord src, Coord dst, F hop) {
+  check_route_args(t, s, src, dst);
+  Coord here = src;
+  bool first = true;
+  while (here.x != dst.x) {
+    const Step st = ring_step(here.x, dst.x, t.kx, s.w == t.kx);
+    here.x = next(here.x, t.kx, st.pos);
+    hop(here, st.wraps, first);
+    first = false;
+  }
+  first = true;
+  while (here.y != dst.y) {
+    const Step st = ring_step(here.y, dst.y, t.ky, s.h == t.ky);
+    here.y = next(here.y, t.ky, st.pos);
+    hop(here, st.wraps, first);
+    first = false;
+  }
+}
+
+}  // namespace
+
+bool in_slice(Coord c, const Slice& s) {
+  return c.x >= s.x0 && std::size_t{c.x} < std::size_t{s.x0} + s.w && c.y >= s.y0 &&
+         std::size_t{c.y} < std::size_t{s.y0} + s.h;
+}
+
+std::vector<Coord> route(Torus t, const Slice& s, Coord src, Coord dst) {
+  std::vector<Coord> nodes{src};
+  walk(t, s, src, dst, [&](Coord c, bool, bool) { nodes.push_back(c); });
+  return nodes;
+}
+
+unsigned hops(Torus t, const Slice& s, Coord src, Coord dst) {
+  return static_cast<unsigned>(route(t, s, src, dst).size() - 1);
+}
+
+std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane) {
+  if (vcs < 2 || vcs % 2 != 0)
+    throw std::invalid_argument(fmt::format("ici route_vcs: {} VCs; must be even and at least 2", vcs));
+  const unsigned lanes = vcs / 2;
+  if (lane >= lanes)
+    throw std::invalid_argument(fmt::format("ici route_vcs: lane {} >= {} lanes per class", lane, lanes));
+  std::vector<unsigned> out;
+  unsigned cls = 0;
+  walk(t, s, src, dst, [&](Coord, bool wraps, bool first) {
+    if (first) cls = 0;  // entering a dimension
+    if (wraps) cls = 1;  // crossing the dateline
+    out.push_back(lane + lanes * cls);
+  });
+  return out;
+}
+
+std::string_view pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::kUniform:
+      return "uniform";
+    case Pattern::kTranspose:
+      return "transpose";
+    case Pattern::kBitComplement:
+      return "bitcomp";
+    case Pattern::kTornado:
+      return "tornado";
+    case Pattern::kNeighbor:
+      return "neighbor";
+    case Pattern::kHotspot:
+      return "hotspot";
+  }
+  throw std::invalid_argument("pattern_name: unknown pattern");
+}
+
+std::optional<Pattern> parse_pattern(std::string_view name) {
+  for (Pattern p : kAllPatterns)
+    if (pattern_name(p) == name) return p;
+  return std::nullopt;
+}
+
+Coord pattern_dest(Pattern p, Torus t, Coord src, std::mt19937_64& rng) {
+  check_torus(t, "pattern_dest");
+  if (!in_torus(src, t))
+    throw std::invalid_argument(
+        fmt::format("pattern_dest: source ({}, {}) is outside the {}x{} torus", src.x, src.y, t.kx, t.ky));
+  const auto uniform = [&] {
+    const unsigned i = std::uniform_int_distribution<unsigned>(0, t.kx * t.ky - 1)(rng);
+    return Coord{i % t.kx, i / t.kx};
+  };
+  switch (p) {
+    case Pattern::kUniform:
+      return uniform();
+    case Pattern::kTranspose:
+      if (t.kx != t.ky)
+        throw std::invalid_argument(fmt::format("pattern_dest: transpose needs a square torus, not {}x{}", t.kx, t.ky));
+      return Coord{src.y, src.x};
+    case Pattern::kBitComplement:
+      return Coord{t.kx - 1 - src.x, t.ky - 1 - src.y};
+    case Pattern::kTornado:
+      return Coord{(src.x + (t.kx + 1) / 2 - 1) % t.kx, (src.y + (t.ky + 1) / 2 - 1) % t.ky};
+    case Pattern::kNeighbor: {
+      std::vector<Coord> nbrs;
+      if (t.kx > 1) {
+        nbrs.push_back({next(src.x, t.kx, true), src.y});
+        nbrs.push_back({next(src.x, t.kx, false), src.y});
+      }
+      if (t.ky > 1) {
+        nbrs.push_back({src.x, next(src.y, t.ky, true)});
+        nbrs.push_back({src.x, next(src.y, t.ky, false)});
+      }
+      if (nbrs.empty()) return src;
+      return nbrs[std::uniform_int_distribution<std::size_t>(0, nbrs.size() - 1)(rng)];
+    }
+    case Pattern::kHotspot:
+      if (std::bernoulli_distribution(0.25)(rng)) return Coord{t.kx / 2, t.ky / 2};
+      return uniform();
+  }
+  throw std::invalid_argument("pattern_dest: unknown pattern");
+}
+
+}  // namespace tp::golden

@@ -1,0 +1,445 @@
+// A torus of Verilated ICI routers wired in C++: links with latency and optional bit flips,
+// network interfaces that inject and reassemble packets, and a scoreboard.
+//
+// Every packet carries its id and a data pattern derived from it; at delivery the scoreboard
+// checks: delivered once, at its destination, intact (every flit, the length), in order per
+// (source, destination, lane), and with the hop count of the golden route. A packet aimed
+// outside its source's slice must be refused at injection and never delivered. A watchdog
+// throws when packets are outstanding and nothing is delivered or refused for too long.
+#pragma once
+
+#include <fmt/format.h>
+#include <verilated.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "config.h"
+#include "ici_model.h"
+
+namespace tp::tb {
+
+using golden::Coord;
+using golden::Slice;
+using golden::Torus;
+
+// Bit access on a Verilator port value of any width (IData, QData, VlWide).
+template <class T>
+uint64_t get_bits(const T& v, unsigned lsb, unsigned width) {
+  uint64_t out = 0;
+  for (unsigned i = 0; i < width; ++i) {
+    const unsigned b = lsb + i;
+    uint64_t bit;
+    if constexpr (std::is_integral_v<T>) bit = (static_cast<uint64_t>(v) >> b) & 1u;
+    else bit = (v[b / 32] >> (b % 32)) & 1u;
+    out |= bit << i;
+  }
+  return out;
+}
+
+template <class T>
+void set_bits(T& v, unsigned lsb, unsigned width, uint64_t value) {
+  for (unsigned i = 0; i < width; ++i) {
+    const unsigned b = lsb + i;
+    const bool bit = (value >> i) & 1u;
+    if constexpr (std::is_integral_v<T>) {
+      v = static_cast<T>((v & ~(T{1} << b)) | (static_cast<T>(bit) << b));
+    } else {
+      v[b / 32] = (v[b / 32] & ~(1u << (b % 32))) | (static_cast<uint32_t>(bit) << (b % 32));
+    }
+  }
+}
+
+template <class T>
+void flip_bit(T& v, unsigned b) {
+  if constexpr (std::is_integral_v<T>) v ^= static_cast<T>(T{1} << b);
+  else v[b / 32] ^= 1u << (b % 32);
+}
+
+// Flit fields, LSB first, as rtl/ici/tp_ici_pkg.sv documents.
+struct FlitLayout {
+  unsigned vw, flit_bits;
+  unsigned vc() const { return 2; }
+  unsigned dst_x() const { return 2 + vw; }
+  unsigned dst_y() const { return dst_x() + 5; }
+  unsigned src_x() const { return dst_y() + 5; }
+  unsigned src_y() const { return src_x() + 5; }
+  unsigned hops() const { return src_y() + 5; }
+  unsigned data() const { return hops() + 7; }
+  unsigned bits() const { return data() + flit_bits; }
+};
+
+struct NetOptions {
+  Torus torus{4, 4};
+  std::vector<Slice> slices;  // empty: the whole torus is one slice; else one per node (x + y*kx)
+  double flip_fwd = 0.0;      // probability of a bit flip per flit on a faulty link
+  double flip_rev = 0.0;      // ... per reverse word
+  double faulty_fraction = 1.0;  // fraction of links that flip bits (chosen at random)
+  double ej_stall = 0.0;      // probability an ejection port is not ready in a cycle
+  uint64_t seed = 1;
+  uint64_t watchdog = 5000;   // cycles without progress that count as a deadlock
+};
+
+struct PacketStats {
+  uint32_t id;
+  Coord src, dst;
+  unsigned lane, len;
+  uint64_t created, delivered = 0;
+  bool expect_refusal = false, refused = false, done = false;
+};
+
+template <class Router>
+class IciNetwork {
+ public:
+  IciNetwork(const IciConfig& cfg, NetOptions opt)
+      : cfg_(cfg), opt_(std::move(opt)), rng_(opt_.seed), ctx_(std::make_unique<VerilatedContext>()) {
+    const unsigned kx = opt_.torus.kx, ky = opt_.torus.ky;
+    if (kx < 1 || ky < 1 || kx > 32 || ky > 32) throw std::invalid_argument("IciNetwork: torus must be 1..32 per side");
+    if (!opt_.slices.empty() && opt_.slices.size() != std::size_t{kx} * ky)
+      throw std::invalid_argument("IciNetwork: one slice per node, or none");
+    layout_ = {cfg.vcs > 2 ? static_cast<unsigned>(std::bit_width(cfg.vcs - 1)) : 1u, cfg.flit_bits};
+    ctx_->randReset(2);
+    ctx_->randSeed(static_cast<int>(opt_.seed % 0x7fffffff) + 1);  // never 0: Verilator's 'random'
+    const unsigned n = kx * ky;
+    nodes_.resize(n);
+    for (unsigned i = 0; i < n; ++i) {
+      Node& nd = nodes_[i];
+      nd.r = std::make_unique<Router>(ctx_.get(), fmt::format("r{}_{}", i % kx, i / kx).c_str());
+      nd.at = {i % kx, i / kx};
+      nd.slice = slice_of(i);
+      for (unsigned p = 0; p < 4; ++p) {
+        nd.fwd[p].assign(cfg.link_latency, Wire<Link>{});
+        nd.rev[p].assign(cfg.link_latency, Wire<Rev>{});
+        nd.faulty[p] = std::bernoulli_distribution(opt_.faulty_fraction)(rng_);
+      }
+      Router& r = *nd.r;
+      const auto u8 = [](unsigned v) { return static_cast<uint8_t>(v); };  // 5- and 6-bit ports
+      r.kx_i = u8(kx);
+      r.ky_i = u8(ky);
+      r.my_x_i = u8(nd.at.x);
+      r.my_y_i = u8(nd.at.y);
+      r.slice_x0_i = u8(nd.slice.x0);
+      r.slice_y0_i = u8(nd.slice.y0);
+      r.slice_w_i = u8(nd.slice.w);
+      r.slice_h_i = u8(nd.slice.h);
+      r.rst_ni = 0;
+      r.clk_i = 0;
+      r.inj_valid_i = 0;
+      r.ej_ready_i = 0;
+      for (unsigned p = 0; p < 4; ++p) r.rx_valid_i[p] = 0;
+    }
+    for (int c = 0; c < 4; ++c) clock();
+    for (auto& nd : nodes_) nd.r->rst_ni = 1;
+    clock();
+    cycle_ = 0;
+  }
+
+  ~IciNetwork() {
+    for (auto& nd : nodes_) nd.r->final();
+  }
+
+  const NetOptions& options() const { return opt_; }
+  unsigned nodes() const { return static_cast<unsigned>(nodes_.size()); }
+  uint64_t cycle() const { return cycle_; }
+  Router& router(Coord c) { return *nodes_[index(c)].r; }
+  const Slice& slice(Coord c) const { return nodes_[index(c)].slice; }
+
+  // Queue a packet of `len` flits at src's network interface; returns its id.
+  uint32_t send(Coord src, Coord dst, unsigned lane, unsigned len) {
+    if (len == 0) throw std::invalid_argument("IciNetwork::send: empty packet");
+    if (lane >= cfg_.vcs / 2) throw std::invalid_argument(fmt::format("IciNetwork::send: lane {} >= {}", lane, cfg_.vcs / 2));
+    const auto id = static_cast<uint32_t>(packets_.size());
+    PacketStats p{id, src, dst, lane, len, cycle_};
+    p.expect_refusal = !golden::in_slice(dst, slice(src));
+    if (!p.expect_refusal) order_[key(p)].push_back(id);
+    packets_.push_back(p);
+    nodes_[index(src)].queue.push_back(id);
+    ++outstanding_;
+    return id;
+  }
+
+  // One clock cycle of the whole network.
+  void step() {
+    const unsigned kx = opt_.torus.kx;
+    // Wires and injection into every router.
+    for (unsigned i = 0; i < nodes_.size(); ++i) {
+      Node& nd = nodes_[i];
+      Router& r = *nd.r;
+      for (unsigned p = 0; p < 4; ++p) {
+        Node& up = nodes_[neighbour(i, p)];
+        const Wire<Link>& w = up.fwd[opposite(p)].front();
+        r.rx_valid_i[p] = w.valid;
+        r.rx_data_i[p] = w.data;
+        r.rv_in_i[p] = nodes_[neighbour(i, p)].rev[opposite(p)].front().data;
+      }
+      if (!nd.holding && !nd.queue.empty()) {
+        load_flit(nd);
+        nd.holding = true;
+      }
+      r.inj_valid_i = nd.holding;
+      r.ej_ready_i = !(opt_.ej_stall > 0 && std::bernoulli_distribution(opt_.ej_stall)(rng_));
+    }
+    for (auto& nd : nodes_) {
+      nd.r->clk_i = 0;
+      nd.r->eval();
+    }
+    bool progress = false;
+    for (unsigned i = 0; i < nodes_.size(); ++i) {
+      Node& nd = nodes_[i];
+      Router& r = *nd.r;
+      if (r.refused_o) progress |= refuse(nd);
+      if (r.ej_valid_o && r.ej_ready_i) progress |= eject(nd, r.ej_flit_o);
+      if (nd.holding && r.inj_ready_o) {
+        nd.holding = false;
+        if (++nd.flit_idx == packets_[nd.queue.front()].len) {
+          nd.flit_idx = 0;
+          nd.queue.pop_front();
+        }
+      }
+    }
+    for (auto& nd : nodes_) {
+      nd.r->clk_i = 1;
+      nd.r->eval();
+    }
+    for (auto& nd : nodes_) {
+      Router& r = *nd.r;
+      for (unsigned p = 0; p < 4; ++p) {
+        Wire<Link> w{static_cast<bool>(r.tx_valid_o[p]), r.tx_data_o[p]};
+        if (w.valid && nd.faulty[p] && opt_.flip_fwd > 0 && std::bernoulli_distribution(opt_.flip_fwd)(rng_)) {
+          flip_bit(w.data, static_cast<unsigned>(rng_() % link_bits()));
+          ++flips_;
+        }
+        nd.fwd[p].pop_front();
+        nd.fwd[p].push_back(w);
+        Wire<Rev> v{true, r.rv_out_o[p]};
+        if (nd.faulty[p] && opt_.flip_rev > 0 && std::bernoulli_distribution(opt_.flip_rev)(rng_)) {
+          flip_bit(v.data, static_cast<unsigned>(rng_() % rev_bits()));
+          ++flips_;
+        }
+        nd.rev[p].pop_front();
+        nd.rev[p].push_back(v);
+      }
+    }
+    (void)kx;
+    ++cycle_;
+    if (progress || outstanding_ == 0) quiet_ = 0;
+    else if (++quiet_ > opt_.watchdog)
+      throw std::runtime_error(fmt::format(
+          "ICI watchdog: {} packets outstanding and none delivered or refused for {} cycles (cycle {}): deadlock "
+          "or lost packets",
+          outstanding_, opt_.watchdog, cycle_));
+  }
+
+  // Run until every queued packet is delivered or refused. Throws after `limit` cycles.
+  void drain(uint64_t limit = 200000) {
+    const uint64_t end = cycle_ + limit;
+    while (outstanding_ > 0) {
+      if (cycle_ >= end) throw std::runtime_error(fmt::format("ICI: {} packets not drained after {} cycles", outstanding_, limit));
+      step();
+    }
+  }
+
+  uint64_t outstanding() const { return outstanding_; }
+  const std::vector<PacketStats>& packets() const { return packets_; }
+  const std::vector<std::string>& errors() const { return errors_; }
+  uint64_t flips() const { return flips_; }
+  uint64_t flits_ejected() const { return flits_ejected_; }
+
+  // Sum of a per-port counter over all routers, e.g. sum([](Router& r, unsigned p) { return r.cnt_retx_o[p]; }).
+  template <class F>
+  uint64_t sum(F f, unsigned ports = 4) {
+    uint64_t s = 0;
+    for (auto& nd : nodes_)
+      for (unsigned p = 0; p < ports; ++p) s += f(*nd.r, p);
+    return s;
+  }
+
+ private:
+  using Link = std::decay_t<decltype(std::declval<Router&>().tx_data_o[0])>;
+  using Rev = std::decay_t<decltype(std::declval<Router&>().rv_out_o[0])>;
+  template <class T>
+  struct Wire {
+    bool valid = false;
+    T data{};
+  };
+  struct Node {
+    std::unique_ptr<Router> r;
+    Coord at;
+    Slice slice;
+    std::array<std::deque<Wire<Link>>, 4> fwd;  // what this router sends on port p, in flight
+    std::array<std::deque<Wire<Rev>>, 4> rev;   // reverse words for the neighbour on port p
+    std::array<bool, 4> faulty{};
+    std::deque<uint32_t> queue;  // packets waiting at the network interface
+    unsigned flit_idx = 0;       // next flit of queue.front()
+    bool holding = false;        // inj_valid_i is up with that flit
+    struct Rx {
+      bool busy = false;
+      uint32_t id = 0;
+      unsigned idx = 0;
+      bool ok = true;
+    };
+    std::vector<Rx> rx;  // reassembly per ejection VC
+  };
+
+  static unsigned opposite(unsigned p) { return p ^ 1u; }  // N<->S, E<->W
+  unsigned index(Coord c) const { return c.x + c.y * opt_.torus.kx; }
+  // The node on the other end of port p of node i.
+  unsigned neighbour(unsigned i, unsigned p) const {
+    const unsigned kx = opt_.torus.kx, ky = opt_.torus.ky;
+    unsigned x = i % kx, y = i / kx;
+    switch (p) {
+      case 0: y = (y + 1) % ky; break;
+      case 1: y = (y + ky - 1) % ky; break;
+      case 2: x = (x + 1) % kx; break;
+      default: x = (x + kx - 1) % kx; break;
+    }
+    return x + y * kx;
+  }
+  Slice slice_of(unsigned i) const {
+    if (opt_.slices.empty()) return Slice{0, 0, opt_.torus.kx, opt_.torus.ky};
+    return opt_.slices[i];
+  }
+  unsigned link_bits() const { return layout_.bits() + 8 + 16; }
+  unsigned rev_bits() const { return 8 + 4 + cfg_.vcs * 8 + 16; }
+  uint64_t key(const PacketStats& p) const {
+    return ((uint64_t{index(p.src)} * 1024 + index(p.dst)) << 8) | p.lane;
+  }
+
+  // Data word k of flit f of packet id: a pattern the receiver can recompute.
+  static uint64_t pattern(uint32_t id, unsigned f, unsigned k) {
+    uint64_t z = (uint64_t{id} << 32) ^ (uint64_t{f} << 16) ^ k ^ 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+  template <class T>
+  void fill_data(T& w, uint32_t id, unsigned f) const {
+    for (unsigned b = 0, k = 0; b < cfg_.flit_bits; b += 32, ++k) {
+      const unsigned width = std::min(32u, cfg_.flit_bits - b);
+      const uint64_t v = (f == 0 && k == 0) ? id : pattern(id, f, k);
+      set_bits(w, layout_.data() + b, width, v);
+    }
+  }
+
+  void load_flit(Node& nd) {
+    const PacketStats& p = packets_[nd.queue.front()];
+    auto& w = nd.r->inj_flit_i;
+    w = {};
+    const unsigned f = nd.flit_idx;
+    set_bits(w, 0, 1, f == 0);
+    set_bits(w, 1, 1, f + 1 == p.len);
+    set_bits(w, layout_.vc(), layout_.vw, p.lane);
+    set_bits(w, layout_.dst_x(), 5, p.dst.x);
+    set_bits(w, layout_.dst_y(), 5, p.dst.y);
+    set_bits(w, layout_.src_x(), 5, p.src.x);
+    set_bits(w, layout_.src_y(), 5, p.src.y);
+    set_bits(w, layout_.hops(), 7, 0);
+    fill_data(w, p.id, f);
+  }
+
+  void error(std::string msg) {
+    if (errors_.size() < 20) errors_.push_back(fmt::format("cycle {}: {}", cycle_, std::move(msg)));
+  }
+
+  bool refuse(Node& nd) {
+    // The packet refused is the one whose head is leaving the injection FIFO: the oldest
+    // packet of this node not yet refused or delivered whose destination is outside the slice.
+    for (auto& p : packets_) {
+      if (p.src == nd.at && p.expect_refusal && !p.refused) {
+        p.refused = p.done = true;
+        --outstanding_;
+        return true;
+      }
+    }
+    error(fmt::format("node ({},{}) refused a packet that was inside its slice", nd.at.x, nd.at.y));
+    return true;
+  }
+
+  template <class T>
+  bool eject(Node& nd, const T& w) {
+    if (nd.rx.empty()) nd.rx.resize(cfg_.vcs);
+    ++flits_ejected_;
+    const bool head = get_bits(w, 0, 1), tail = get_bits(w, 1, 1);
+    const auto vc = static_cast<unsigned>(get_bits(w, layout_.vc(), layout_.vw));
+    auto& rx = nd.rx[vc];
+    if (head) {
+      if (rx.busy) error(fmt::format("node ({},{}) VC {}: head flit inside packet {}", nd.at.x, nd.at.y, vc, rx.id));
+      rx = {true, static_cast<uint32_t>(get_bits(w, layout_.data(), 32)), 0, true};
+      if (rx.id >= packets_.size()) {
+        error(fmt::format("node ({},{}): unknown packet id {}", nd.at.x, nd.at.y, rx.id));
+        rx.busy = false;
+        return true;
+      }
+      const PacketStats& p = packets_[rx.id];
+      const Coord src{static_cast<unsigned>(get_bits(w, layout_.src_x(), 5)),
+                      static_cast<unsigned>(get_bits(w, layout_.src_y(), 5))};
+      if (!(p.dst == nd.at)) error(fmt::format("packet {} for ({},{}) delivered at ({},{})", p.id, p.dst.x, p.dst.y, nd.at.x, nd.at.y));
+      if (!(src == p.src)) error(fmt::format("packet {}: source field ({},{}) != ({},{})", p.id, src.x, src.y, p.src.x, p.src.y));
+      const auto hops = static_cast<unsigned>(get_bits(w, layout_.hops(), 7));
+      const unsigned want = golden::hops(opt_.torus, slice(p.src), p.src, p.dst);
+      if (hops != want) error(fmt::format("packet {} ({},{})->({},{}) took {} hops, golden route {}", p.id, p.src.x, p.src.y, p.dst.x, p.dst.y, hops, want));
+    } else if (!rx.busy) {
+      error(fmt::format("node ({},{}) VC {}: body flit without a head", nd.at.x, nd.at.y, vc));
+      return true;
+    }
+    const PacketStats& p = packets_[rx.id];
+    for (unsigned b = 0, k = 0; b < cfg_.flit_bits; b += 32, ++k) {
+      const unsigned width = std::min(32u, cfg_.flit_bits - b);
+      const uint64_t mask = width == 64 ? ~0ull : ((1ull << width) - 1);
+      const uint64_t want = ((rx.idx == 0 && k == 0) ? p.id : pattern(p.id, rx.idx, k)) & mask;
+      if (get_bits(w, layout_.data() + b, width) != want) rx.ok = false;
+    }
+    ++rx.idx;
+    if (!tail) return true;
+    rx.busy = false;
+    PacketStats& q = packets_[rx.id];
+    if (!rx.ok) error(fmt::format("packet {}: payload corrupted", q.id));
+    if (rx.idx != q.len) error(fmt::format("packet {}: {} flits delivered, {} sent", q.id, rx.idx, q.len));
+    if (q.done) {
+      error(fmt::format("packet {} delivered twice (or after a refusal)", q.id));
+      return true;
+    }
+    auto& ord = order_[key(q)];
+    if (ord.empty() || ord.front() != q.id)
+      error(fmt::format("packet {} ({},{})->({},{}) lane {} out of order", q.id, q.src.x, q.src.y, q.dst.x, q.dst.y, q.lane));
+    else ord.pop_front();
+    q.done = true;
+    q.delivered = cycle_;
+    --outstanding_;
+    return true;
+  }
+
+  IciConfig cfg_;
+  NetOptions opt_;
+  FlitLayout layout_{};
+  std::mt19937_64 rng_;
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::vector<Node> nodes_;
+  std::vector<PacketStats> packets_;
+  std::map<uint64_t, std::deque<uint32_t>> order_;
+  std::vector<std::string> errors_;
+  uint64_t cycle_ = 0, quiet_ = 0, outstanding_ = 0, flips_ = 0, flits_ejected_ = 0;
+
+  void clock() {
+    for (auto& nd : nodes_) {
+      nd.r->clk_i = 0;
+      nd.r->eval();
+    }
+    for (auto& nd : nodes_) {
+      nd.r->clk_i = 1;
+      nd.r->eval();
+    }
+  }
+};
+
+}  // namespace tp::tb

@@ -1,0 +1,161 @@
+// ICI router networks against the scoreboard and the golden routing model, at the router
+// configuration of the preset this binary was built for (TP_PRESET). Torus shapes are set at
+// run time, so one binary covers 1xN, 2x2, 3x3 and 4x4 networks.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include TP_ICI_HEADER
+#include "config.h"
+#include "ici_model.h"
+#include "ici_network.h"
+#include "ici_traffic.h"
+#include "tb_util.h"
+
+namespace {
+
+using namespace tp::tb;
+using tp::golden::Pattern;
+using Net = IciNetwork<TP_ICI_CLASS>;
+
+class Ici : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    preset_ = tp::load_preset(TP_PRESET);
+    seed_ = test_seed(tp::tb::current_test_name(), std::string(TP_PRESET) + "-ici");
+    rng_.seed(seed_);
+  }
+  unsigned lanes() const { return preset_.ici.vcs / 2; }
+
+  NetOptions opts(Torus t) const {
+    NetOptions o;
+    o.torus = t;
+    o.seed = seed_ ^ 0x1c1u;
+    return o;
+  }
+
+  // Traffic for `cycles`, then drain; every packet must arrive intact (or be refused as expected).
+  void run(Net& net, const TrafficSpec& spec, unsigned cycles) {
+    for (unsigned c = 0; c < cycles; ++c) {
+      inject_traffic(net, spec, rng_, lanes());
+      net.step();
+    }
+    net.drain();
+    expect_clean(net);
+  }
+
+  void expect_clean(Net& net) {
+    for (const auto& e : net.errors()) ADD_FAILURE() << e << " (seed " << seed_ << ")";
+    EXPECT_EQ(net.outstanding(), 0u);
+    std::size_t delivered = 0;
+    for (const auto& p : net.packets()) {
+      EXPECT_TRUE(p.done) << "packet " << p.id << " neither delivered nor refused";
+      EXPECT_EQ(p.refused, p.expect_refusal) << "packet " << p.id;
+      delivered += p.done && !p.refused;
+    }
+    EXPECT_GT(delivered, 0u) << "the test delivered nothing";
+  }
+
+  tp::Preset preset_;
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+TEST_F(Ici, PresetTorusUniformRandom) {
+  Net net(preset_.ici, opts({preset_.ici.torus_x, preset_.ici.torus_y}));
+  run(net, {Pattern::kUniform, 0.3, 1, 5}, 1500);
+}
+
+TEST_F(Ici, ShapesOneByNTwoByTwoThreeByThreeFourByFour) {
+  for (Torus t : {Torus{1, 6}, Torus{6, 1}, Torus{2, 2}, Torus{3, 3}, Torus{4, 4}}) {
+    SCOPED_TRACE(fmt::format("{}x{} torus", t.kx, t.ky));
+    Net net(preset_.ici, opts(t));
+    run(net, {Pattern::kUniform, 0.25, 1, 4}, 800);
+  }
+}
+
+TEST_F(Ici, EveryPatternOnFourByFour) {
+  for (Pattern p : {Pattern::kUniform, Pattern::kTranspose, Pattern::kBitComplement, Pattern::kTornado,
+                    Pattern::kNeighbor, Pattern::kHotspot}) {
+    SCOPED_TRACE(tp::golden::pattern_name(p));
+    Net net(preset_.ici, opts({4, 4}));
+    run(net, {p, 0.3, 1, 6}, 800);
+  }
+}
+
+TEST_F(Ici, PastSaturationKeepsMovingAndDrains) {
+  // Offered load far beyond what the network carries: the watchdog fails the test if the
+  // network ever stops delivering; afterwards everything must drain.
+  Net net(preset_.ici, opts({4, 4}));
+  run(net, {Pattern::kUniform, 1.0, 1, 8}, 1500);
+  run(net, {Pattern::kTornado, 1.0, 1, 8}, 500);
+}
+
+TEST_F(Ici, EjectionBackPressure) {
+  auto o = opts({3, 3});
+  o.ej_stall = 0.6;
+  Net net(preset_.ici, o);
+  run(net, {Pattern::kUniform, 0.3, 1, 4}, 1000);
+}
+
+TEST_F(Ici, LinkBitErrorsAreRetransmitted) {
+  // Bit flips at 1e-3 per flit (and per reverse word) on half the links, then a harsher 2e-2:
+  // every packet still arrives exactly once and intact; the links count the retransmissions.
+  for (double rate : {1e-3, 2e-2}) {
+    SCOPED_TRACE(fmt::format("flip rate {}", rate));
+    auto o = opts({4, 4});
+    o.flip_fwd = rate;
+    o.flip_rev = rate;
+    o.faulty_fraction = 0.5;
+    Net net(preset_.ici, o);
+    run(net, {Pattern::kUniform, 0.4, 1, 6}, rate < 1e-2 ? 6000 : 1500);
+    EXPECT_GT(net.flips(), 0u);
+    const auto retx = net.sum([](auto& r, unsigned p) { return r.cnt_retx_o[p]; });
+    const auto crc = net.sum([](auto& r, unsigned p) { return r.cnt_crc_err_o[p]; });
+    EXPECT_GT(crc, 0u) << "no CRC error seen despite " << net.flips() << " flips";
+    EXPECT_GT(retx, 0u) << "no retransmission despite CRC errors";
+    fmt::print("flip rate {}: {} flips, {} CRC errors, {} flits retransmitted, {} flits ejected\n", rate, net.flips(),
+               crc, retx, net.flits_ejected());
+  }
+}
+
+TEST_F(Ici, SlicesAreIsolated) {
+  // 4x4 cut into a 4x2 slice (full ring in X: uses the X wrap link, never the Y one) and two
+  // 2x2 slices. Every node also aims traffic at random nodes anywhere: what leaves its slice
+  // must be refused at injection and never delivered; nothing crosses a boundary.
+  auto o = opts({4, 4});
+  for (unsigned y = 0; y < 4; ++y)
+    for (unsigned x = 0; x < 4; ++x)
+      o.slices.push_back(y < 2 ? Slice{0, 0, 4, 2} : (x < 2 ? Slice{0, 2, 2, 2} : Slice{2, 2, 2, 2}));
+  Net net(preset_.ici, o);
+  run(net, {Pattern::kUniform, 0.3, 1, 4, /*restrict_to_slice=*/false}, 1500);
+  std::size_t refused = 0, expected = 0;
+  for (const auto& p : net.packets()) {
+    refused += p.refused;
+    expected += p.expect_refusal;
+  }
+  EXPECT_GT(expected, 0u);
+  EXPECT_EQ(refused, expected);
+  const auto counted = net.sum([](auto& r, unsigned) { return r.cnt_refused_o; }, 1);
+  EXPECT_EQ(counted, expected);
+  for (unsigned y = 0; y < 4; ++y)
+    for (unsigned x = 0; x < 4; ++x) EXPECT_FALSE(net.router({x, y}).err_slice_o) << x << "," << y;
+}
+
+TEST_F(Ici, ZeroLoadLatencyPerHop) {
+  // One packet at a time on an idle 4x4 torus: a head flit spends 2 router cycles per hop plus
+  // the link latency, and 2 more cycles to enter and leave the network.
+  Net net(preset_.ici, opts({4, 4}));
+  for (unsigned dx = 0; dx < 4; ++dx) {
+    const uint32_t id = net.send({0, 0}, {dx, 2}, 0, 1);
+    net.drain();
+    const auto& p = net.packets()[id];
+    const unsigned hops = tp::golden::hops({4, 4}, tp::golden::full_slice({4, 4}), p.src, p.dst);
+    const auto latency = p.delivered - p.created;
+    EXPECT_LE(latency, hops * (2 + preset_.ici.link_latency) + 4) << "to (" << dx << ",2), " << hops << " hops";
+  }
+  expect_clean(net);
+}
+
+}  // namespace
