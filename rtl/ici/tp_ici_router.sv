@@ -1,8 +1,8 @@
 // ICI router for a 2D torus (docs/ici.md): four link ports (N, S, E, W) and a local port.
 //
 // - Input-buffered: V virtual channels of B flits per input port; wormhole, credit-based.
-// - Routing: dimension order (X, then Y), each dimension the shorter way round the ring, a tie
-//   going the positive way. Inside a slice that does not span the whole ring of a dimension,
+// - Routing: dimension order (X, then Y), each dimension the shorter way round the ring; a tie
+//   goes positive to an even destination coordinate, negative to an odd one. Inside a slice that does not span the whole ring of a dimension,
 //   the route never takes that dimension's wrap-around link.
 // - Deadlock freedom on the rings: dateline VCs. VCs are split into two classes of L = V/2
 //   lanes; a packet enters each dimension in class 0 and moves to class 1 when it crosses that
@@ -10,8 +10,8 @@
 //   of one source, destination and lane stay in order.
 // - Allocation, round-robin throughout: VC allocation per output VC (each input VC asks for
 //   exactly one output VC: its lane in the class the dateline rule gives), then separable
-//   input-first switch allocation. Head flits spend one cycle in VC allocation and one in switch
-//   allocation + traversal; body flits one.
+//   input-first switch allocation. A head flit that wins its output VC may win the switch in
+//   the same cycle, so every flit spends one cycle in the router plus the link latency.
 // - Links: tp_ici_link_tx/rx add sequence numbers and CRC and retransmit (go-back-N).
 // - Slices: the local port refuses a packet whose destination lies outside this chip's slice
 //   (counted, pulsed on refused_o); nothing is injected across a slice boundary.
@@ -56,6 +56,8 @@ module tp_ici_router
   output logic           refused_o,  // pulse: a packet aimed outside the slice was dropped
   // Status and counters.
   output logic           err_slice_o,  // sticky: a flit arrived whose destination is outside
+  output logic           err_cfg_o,    // the configuration inputs are inconsistent (see below)
+  output logic           err_inj_o,    // sticky: a packet was injected on a VC >= V/2 (dropped)
   output logic [31:0]    cnt_flits_o [NPORTS],        // flits sent per output port
   output logic [31:0]    cnt_credit_stall_o [NPORTS], // cycles a flit waited for a credit
   output logic [31:0]    cnt_retx_o [4],              // flits retransmitted per link
@@ -137,6 +139,17 @@ module tp_ici_router
   assign outside = !in_slice(inj_flit.dst_x, inj_flit.dst_y, slice_x0_i, slice_y0_i, slice_w_i,
                              slice_h_i);
 
+  // The configuration must describe a torus of 1..32 per side, a non-empty slice inside it
+  // (slices do not wrap round the torus edge) and this chip inside the slice. Otherwise the
+  // router raises err_cfg_o and injects nothing: routes would be meaningless.
+  logic cfg_ok, bad_vc;
+  assign cfg_ok = (kx_i >= 1) && (kx_i <= 32) && (ky_i >= 1) && (ky_i <= 32) && (slice_w_i >= 1) &&
+                  (slice_h_i >= 1) && ({1'b0, slice_x0_i} + slice_w_i <= kx_i) &&
+                  ({1'b0, slice_y0_i} + slice_h_i <= ky_i) &&
+                  in_slice(my_x_i, my_y_i, slice_x0_i, slice_y0_i, slice_w_i, slice_h_i);
+  assign bad_vc = (32'(inj_flit.vc) >= L);
+  assign err_cfg_o = !cfg_ok;
+
   // -----------------------------------------------------------------------------------------
   // Input VC buffers
   // -----------------------------------------------------------------------------------------
@@ -148,7 +161,8 @@ module tp_ici_router
   logic          nonempty[NPORTS][V];
 
   always_comb begin
-    refuse      = inj_valid && inj_flit.head && outside;
+    // Refused (counted, reported): outside the slice. Dropped as errors: a bad VC or config.
+    refuse      = inj_valid && inj_flit.head && (outside || !cfg_ok || bad_vc);
     inj_pop     = 1'b0;
     wr_valid[P_L] = 1'b0;
     wr_flit[P_L]  = inj_flit;
@@ -219,7 +233,9 @@ module tp_ici_router
     logic        pos, wraps;
     fwd  = ({1'b0, dst} >= {1'b0, here}) ? {1'b0, dst} - {1'b0, here} : {1'b0, dst} + k - {1'b0, here};
     back = k - fwd;
-    if (full_ring) pos = (fwd <= back);  // the shorter way; a tie goes positive
+    // The shorter way; a tie (k even, half way round) goes positive to an even destination and
+    // negative to an odd one: a fixed rule that splits tie traffic evenly between directions.
+    if (full_ring) pos = (fwd < back) || ((fwd == back) && !dst[0]);
     else pos = (dst > here);             // inside a partial slice: never wrap
     if (pos) wraps = full_ring && ({1'b0, here} == k - 1'b1);
     else wraps = full_ring && (here == '0);
@@ -298,6 +314,24 @@ module tp_ici_router
   // -----------------------------------------------------------------------------------------
   // Switch allocation: input-first separable, round-robin at both stages
   // -----------------------------------------------------------------------------------------
+  // The output an input VC's front flit goes to: its allocated one, or, for a head winning VC
+  // allocation this cycle, the one it is being granted (so it can traverse in the same cycle).
+  logic          va_won  [NPORTS][V];
+  logic          go      [NPORTS][V];
+  logic [2:0]    eff_port[NPORTS][V];
+  logic [VW-1:0] eff_vc  [NPORTS][V];
+  always_comb begin
+    for (int p = 0; p < NPORTS; p++) begin
+      for (int v = 0; v < V; v++) begin
+        va_won[p][v] = va_gv[rc_port[p][v]][rc_vc[p][v]] &&
+                       (va_gi[rc_port[p][v]][rc_vc[p][v]] == VIW'(p * V + v)) && !act_q[p][v];
+        go[p][v]       = act_q[p][v] || va_won[p][v];
+        eff_port[p][v] = act_q[p][v] ? oport_q[p][v] : rc_port[p][v];
+        eff_vc[p][v]   = act_q[p][v] ? ovc_q[p][v] : rc_vc[p][v];
+      end
+    end
+  end
+
   logic [V-1:0]      credit_ok [NPORTS];
   logic              out_ready [NPORTS];
   logic [V-1:0]      sa1_req   [NPORTS];
@@ -313,20 +347,20 @@ module tp_ici_router
     stall_credit = '0;
     for (int p = 0; p < NPORTS; p++) begin
       for (int v = 0; v < V; v++) begin
-        sa1_req[p][v] = act_q[p][v] && nonempty[p][v] && out_ready[oport_q[p][v]] &&
-                        credit_ok[oport_q[p][v]][ovc_q[p][v]];
-        if (act_q[p][v] && nonempty[p][v] && !credit_ok[oport_q[p][v]][ovc_q[p][v]])
-          stall_credit[oport_q[p][v]] = 1'b1;
+        sa1_req[p][v] = go[p][v] && nonempty[p][v] && out_ready[eff_port[p][v]] &&
+                        credit_ok[eff_port[p][v]][eff_vc[p][v]];
+        if (go[p][v] && nonempty[p][v] && !credit_ok[eff_port[p][v]][eff_vc[p][v]])
+          stall_credit[eff_port[p][v]] = 1'b1;
       end
     end
     for (int o = 0; o < NPORTS; o++) begin
       for (int p = 0; p < NPORTS; p++) begin
-        sa2_req[o][p] = sa1_gv[p] && (oport_q[p][sa1_gi[p]] == 3'(o));
+        sa2_req[o][p] = sa1_gv[p] && (eff_port[p][sa1_gi[p]] == 3'(o));
       end
     end
     for (int p = 0; p < NPORTS; p++) begin
-      sa1_won[p] = sa1_gv[p] && sa2_gv[oport_q[p][sa1_gi[p]]] &&
-                   (sa2_gi[oport_q[p][sa1_gi[p]]] == 3'(p));
+      sa1_won[p] = sa1_gv[p] && sa2_gv[eff_port[p][sa1_gi[p]]] &&
+                   (sa2_gi[eff_port[p][sa1_gi[p]]] == 3'(p));
     end
   end
 
@@ -365,7 +399,7 @@ module tp_ici_router
       if (sa2_gv[o]) begin
         out_valid[o]   = 1'b1;
         out_flit[o]    = front[st_p[o]][st_v[o]];
-        out_flit[o].vc = ovc_q[st_p[o]][st_v[o]];
+        out_flit[o].vc = eff_vc[st_p[o]][st_v[o]];
         if (out_flit[o].head && (o != P_L)) out_flit[o].hops = out_flit[o].hops + 1'b1;
         pop[st_p[o]][st_v[o]] = 1'b1;
       end
@@ -395,12 +429,13 @@ module tp_ici_router
           end
         end
       end
-      // ... and release when a tail leaves (on active VCs, which allocation does not touch).
+      // ... and release when a tail leaves, possibly in the cycle it was allocated (this
+      // assignment comes last, so it wins over the allocation above).
       for (int p = 0; p < NPORTS; p++) begin
         for (int v = 0; v < V; v++) begin
           if (pop[p][v] && front[p][v].tail) begin
             act_q[p][v] <= 1'b0;
-            busy_q[oport_q[p][v]][ovc_q[p][v]] <= 1'b0;
+            busy_q[eff_port[p][v]][eff_vc[p][v]] <= 1'b0;
           end
         end
       end
@@ -447,7 +482,7 @@ module tp_ici_router
   // Counters and checks
   // -----------------------------------------------------------------------------------------
   logic [31:0] flits_q [NPORTS], cstall_q [NPORTS];
-  logic        err_slice_q;
+  logic        err_slice_q, err_inj_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       for (int o = 0; o < NPORTS; o++) begin
@@ -455,6 +490,7 @@ module tp_ici_router
         cstall_q[o] <= '0;
       end
       refused_q   <= '0;
+      err_inj_q   <= 1'b0;
       dropping_q  <= 1'b0;
       err_slice_q <= 1'b0;
     end else begin
@@ -462,7 +498,8 @@ module tp_ici_router
         flits_q[o]  <= flits_q[o] + 32'(out_valid[o]);
         cstall_q[o] <= cstall_q[o] + 32'(stall_credit[o]);
       end
-      refused_q  <= refused_q + 32'(refuse);
+      refused_q  <= refused_q + 32'(refuse && outside && cfg_ok && !bad_vc);
+      err_inj_q  <= err_inj_q || (refuse && bad_vc);
       dropping_q <= dropping_d;
       for (int p = 0; p < 4; p++) begin
         if (wr_valid[p] && wr_flit[p].head &&
@@ -476,7 +513,8 @@ module tp_ici_router
     assign cnt_credit_stall_o[o] = cstall_q[o];
   end
   assign cnt_refused_o = refused_q;
-  assign refused_o     = refuse;
+  assign refused_o     = refuse && outside && cfg_ok && !bad_vc;
+  assign err_inj_o     = err_inj_q;
   assign err_slice_o   = err_slice_q;
 
 `ifndef SYNTHESIS

@@ -37,7 +37,9 @@ struct Step {
 Step ring_step(unsigned here, unsigned dst, unsigned k, bool full_ring) {
   const unsigned fwd = dst >= here ? dst - here : dst + k - here;
   const unsigned back = k - fwd;
-  const bool pos = full_ring ? fwd <= back : dst > here;
+  // The shorter way; a tie (k even, half way round) goes positive to an even destination and
+  // negative to an odd one, which splits tie traffic evenly between the two directions.
+  const bool pos = full_ring ? (fwd < back || (fwd == back && dst % 2 == 0)) : dst > here;
   const bool wraps = full_ring && (pos ? here == k - 1 : here == 0);
   return {pos, wraps};
 }

@@ -33,12 +33,12 @@ TEST(IciRoute, Torus4x4) {
   // Wrap-around when shorter: 0 -> 3 is one hop west.
   EXPECT_EQ(full_route(t, {0, 0}, {3, 0}), (Route{{0, 0}, {3, 0}}));
   EXPECT_EQ(full_route(t, {1, 0}, {2, 3}), (Route{{1, 0}, {2, 0}, {2, 3}}));
-  // Ties (distance 2 both ways) go positive, through the wrap link if that is the positive way.
+  // Ties (distance 2 both ways) go positive to an even destination, negative to an odd one.
   EXPECT_EQ(full_route(t, {0, 0}, {2, 0}), (Route{{0, 0}, {1, 0}, {2, 0}}));
   EXPECT_EQ(full_route(t, {2, 0}, {0, 0}), (Route{{2, 0}, {3, 0}, {0, 0}}));
   // X first, then Y.
-  EXPECT_EQ(full_route(t, {1, 1}, {3, 2}), (Route{{1, 1}, {2, 1}, {3, 1}, {3, 2}}));
-  EXPECT_EQ(full_route(t, {3, 3}, {1, 0}), (Route{{3, 3}, {0, 3}, {1, 3}, {1, 0}}));
+  EXPECT_EQ(full_route(t, {1, 1}, {3, 2}), (Route{{1, 1}, {0, 1}, {3, 1}, {3, 2}}));  // tie, odd: west
+  EXPECT_EQ(full_route(t, {3, 3}, {1, 0}), (Route{{3, 3}, {2, 3}, {1, 3}, {1, 0}}));  // tie, odd: west
   EXPECT_EQ(hops(t, full_slice(t), {3, 3}, {1, 0}), 3u);
   EXPECT_EQ(hops(t, full_slice(t), {0, 0}, {2, 2}), 4u);
 }
@@ -75,7 +75,7 @@ TEST(IciRoute, Torus2x2) {
   EXPECT_EQ(full_route(t, {0, 0}, {1, 1}), (Route{{0, 0}, {1, 0}, {1, 1}}));
   // Both ways are one hop; positive from 1 is the wrap link.
   EXPECT_EQ(full_route(t, {1, 1}, {0, 0}), (Route{{1, 1}, {0, 1}, {0, 0}}));
-  EXPECT_EQ(route_vcs(t, full_slice(t), {0, 0}, {1, 1}, 2, 0), (Vcs{0, 0}));
+  EXPECT_EQ(route_vcs(t, full_slice(t), {0, 0}, {1, 1}, 2, 0), (Vcs{1, 1}));  // tie to odd: negative = wrap
   EXPECT_EQ(route_vcs(t, full_slice(t), {1, 1}, {0, 0}, 2, 0), (Vcs{1, 1}));
 }
 
@@ -109,11 +109,11 @@ TEST(IciRoute, DatelineVcs4x4) {
   EXPECT_EQ(route_vcs(t, s, {2, 0}, {0, 1}, 2, 0), (Vcs{0, 1, 0}));
   EXPECT_EQ(route_vcs(t, s, {2, 0}, {0, 1}, 4, 0), (Vcs{0, 2, 0}));
   EXPECT_EQ(route_vcs(t, s, {2, 0}, {0, 1}, 4, 1), (Vcs{1, 3, 1}));
-  // Wrap in X and in Y.
-  EXPECT_EQ(route_vcs(t, s, {3, 3}, {1, 0}, 2, 0), (Vcs{1, 1, 1}));
-  EXPECT_EQ(route_vcs(t, s, {3, 3}, {1, 0}, 4, 1), (Vcs{3, 3, 3}));
+  // X: tie to an odd destination goes west 3 -> 2 -> 1 (no wrap); Y wraps 3 -> 0.
+  EXPECT_EQ(route_vcs(t, s, {3, 3}, {1, 0}, 2, 0), (Vcs{0, 0, 1}));
+  EXPECT_EQ(route_vcs(t, s, {3, 3}, {1, 0}, 4, 1), (Vcs{1, 1, 3}));
   // No wrap: class 0 throughout; Y wraps on 0 -> 3 going south.
-  EXPECT_EQ(route_vcs(t, s, {1, 1}, {3, 2}, 4, 1), (Vcs{1, 1, 1}));
+  EXPECT_EQ(route_vcs(t, s, {1, 1}, {3, 2}, 4, 1), (Vcs{1, 3, 1}));  // tie to odd 3: west, 0 -> 3 wraps
   EXPECT_EQ(route_vcs(t, s, {1, 0}, {2, 3}, 4, 0), (Vcs{0, 2}));
   EXPECT_TRUE(route_vcs(t, s, {2, 2}, {2, 2}, 2, 0).empty());
 }

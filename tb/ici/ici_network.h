@@ -39,8 +39,10 @@ uint64_t get_bits(const T& v, unsigned lsb, unsigned width) {
   for (unsigned i = 0; i < width; ++i) {
     const unsigned b = lsb + i;
     uint64_t bit;
-    if constexpr (std::is_integral_v<T>) bit = (static_cast<uint64_t>(v) >> b) & 1u;
-    else bit = (v[b / 32] >> (b % 32)) & 1u;
+    if constexpr (std::is_integral_v<T>)
+      bit = (static_cast<uint64_t>(v) >> b) & 1u;
+    else
+      bit = (v[b / 32] >> (b % 32)) & 1u;
     out |= bit << i;
   }
   return out;
@@ -61,8 +63,10 @@ void set_bits(T& v, unsigned lsb, unsigned width, uint64_t value) {
 
 template <class T>
 void flip_bit(T& v, unsigned b) {
-  if constexpr (std::is_integral_v<T>) v ^= static_cast<T>(T{1} << b);
-  else v[b / 32] ^= 1u << (b % 32);
+  if constexpr (std::is_integral_v<T>)
+    v ^= static_cast<T>(T{1} << b);
+  else
+    v[b / 32] ^= 1u << (b % 32);
 }
 
 // Flit fields, LSB first, as rtl/ici/tp_ici_pkg.sv documents.
@@ -80,13 +84,13 @@ struct FlitLayout {
 
 struct NetOptions {
   Torus torus{4, 4};
-  std::vector<Slice> slices;  // empty: the whole torus is one slice; else one per node (x + y*kx)
-  double flip_fwd = 0.0;      // probability of a bit flip per flit on a faulty link
-  double flip_rev = 0.0;      // ... per reverse word
+  std::vector<Slice> slices;     // empty: the whole torus is one slice; else one per node (x + y*kx)
+  double flip_fwd = 0.0;         // probability of a bit flip per flit on a faulty link
+  double flip_rev = 0.0;         // ... per reverse word
   double faulty_fraction = 1.0;  // fraction of links that flip bits (chosen at random)
-  double ej_stall = 0.0;      // probability an ejection port is not ready in a cycle
+  double ej_stall = 0.0;         // probability an ejection port is not ready in a cycle
   uint64_t seed = 1;
-  uint64_t watchdog = 5000;   // cycles without progress that count as a deadlock
+  uint64_t watchdog = 5000;  // cycles without progress that count as a deadlock
 };
 
 struct PacketStats {
@@ -156,7 +160,8 @@ class IciNetwork {
   // Queue a packet of `len` flits at src's network interface; returns its id.
   uint32_t send(Coord src, Coord dst, unsigned lane, unsigned len) {
     if (len == 0) throw std::invalid_argument("IciNetwork::send: empty packet");
-    if (lane >= cfg_.vcs / 2) throw std::invalid_argument(fmt::format("IciNetwork::send: lane {} >= {}", lane, cfg_.vcs / 2));
+    if (lane >= cfg_.vcs / 2)
+      throw std::invalid_argument(fmt::format("IciNetwork::send: lane {} >= {}", lane, cfg_.vcs / 2));
     const auto id = static_cast<uint32_t>(packets_.size());
     PacketStats p{id, src, dst, lane, len, cycle_};
     p.expect_refusal = !golden::in_slice(dst, slice(src));
@@ -231,7 +236,8 @@ class IciNetwork {
     }
     (void)kx;
     ++cycle_;
-    if (progress || outstanding_ == 0) quiet_ = 0;
+    if (progress || outstanding_ == 0)
+      quiet_ = 0;
     else if (++quiet_ > opt_.watchdog)
       throw std::runtime_error(fmt::format(
           "ICI watchdog: {} packets outstanding and none delivered or refused for {} cycles (cycle {}): deadlock "
@@ -243,7 +249,8 @@ class IciNetwork {
   void drain(uint64_t limit = 200000) {
     const uint64_t end = cycle_ + limit;
     while (outstanding_ > 0) {
-      if (cycle_ >= end) throw std::runtime_error(fmt::format("ICI: {} packets not drained after {} cycles", outstanding_, limit));
+      if (cycle_ >= end)
+        throw std::runtime_error(fmt::format("ICI: {} packets not drained after {} cycles", outstanding_, limit));
       step();
     }
   }
@@ -297,10 +304,18 @@ class IciNetwork {
     const unsigned kx = opt_.torus.kx, ky = opt_.torus.ky;
     unsigned x = i % kx, y = i / kx;
     switch (p) {
-      case 0: y = (y + 1) % ky; break;
-      case 1: y = (y + ky - 1) % ky; break;
-      case 2: x = (x + 1) % kx; break;
-      default: x = (x + kx - 1) % kx; break;
+      case 0:
+        y = (y + 1) % ky;
+        break;
+      case 1:
+        y = (y + ky - 1) % ky;
+        break;
+      case 2:
+        x = (x + 1) % kx;
+        break;
+      default:
+        x = (x + kx - 1) % kx;
+        break;
     }
     return x + y * kx;
   }
@@ -310,9 +325,7 @@ class IciNetwork {
   }
   unsigned link_bits() const { return layout_.bits() + 8 + 16; }
   unsigned rev_bits() const { return 8 + 4 + cfg_.vcs * 8 + 16; }
-  uint64_t key(const PacketStats& p) const {
-    return ((uint64_t{index(p.src)} * 1024 + index(p.dst)) << 8) | p.lane;
-  }
+  uint64_t key(const PacketStats& p) const { return ((uint64_t{index(p.src)} * 1024 + index(p.dst)) << 8) | p.lane; }
 
   // Data word k of flit f of packet id: a pattern the receiver can recompute.
   static uint64_t pattern(uint32_t id, unsigned f, unsigned k) {
@@ -383,11 +396,15 @@ class IciNetwork {
       const PacketStats& p = packets_[rx.id];
       const Coord src{static_cast<unsigned>(get_bits(w, layout_.src_x(), 5)),
                       static_cast<unsigned>(get_bits(w, layout_.src_y(), 5))};
-      if (!(p.dst == nd.at)) error(fmt::format("packet {} for ({},{}) delivered at ({},{})", p.id, p.dst.x, p.dst.y, nd.at.x, nd.at.y));
-      if (!(src == p.src)) error(fmt::format("packet {}: source field ({},{}) != ({},{})", p.id, src.x, src.y, p.src.x, p.src.y));
+      if (!(p.dst == nd.at))
+        error(fmt::format("packet {} for ({},{}) delivered at ({},{})", p.id, p.dst.x, p.dst.y, nd.at.x, nd.at.y));
+      if (!(src == p.src))
+        error(fmt::format("packet {}: source field ({},{}) != ({},{})", p.id, src.x, src.y, p.src.x, p.src.y));
       const auto hops = static_cast<unsigned>(get_bits(w, layout_.hops(), 7));
       const unsigned want = golden::hops(opt_.torus, slice(p.src), p.src, p.dst);
-      if (hops != want) error(fmt::format("packet {} ({},{})->({},{}) took {} hops, golden route {}", p.id, p.src.x, p.src.y, p.dst.x, p.dst.y, hops, want));
+      if (hops != want)
+        error(fmt::format("packet {} ({},{})->({},{}) took {} hops, golden route {}", p.id, p.src.x, p.src.y, p.dst.x,
+                          p.dst.y, hops, want));
     } else if (!rx.busy) {
       error(fmt::format("node ({},{}) VC {}: body flit without a head", nd.at.x, nd.at.y, vc));
       return true;
@@ -411,8 +428,10 @@ class IciNetwork {
     }
     auto& ord = order_[key(q)];
     if (ord.empty() || ord.front() != q.id)
-      error(fmt::format("packet {} ({},{})->({},{}) lane {} out of order", q.id, q.src.x, q.src.y, q.dst.x, q.dst.y, q.lane));
-    else ord.pop_front();
+      error(fmt::format("packet {} ({},{})->({},{}) lane {} out of order", q.id, q.src.x, q.src.y, q.dst.x, q.dst.y,
+                        q.lane));
+    else
+      ord.pop_front();
     q.done = true;
     q.delivered = cycle_;
     --outstanding_;

@@ -13,7 +13,7 @@ namespace tp::tb {
 
 struct TrafficSpec {
   golden::Pattern pattern = golden::Pattern::kUniform;
-  double offered = 0.1;      // flits per node per cycle
+  double offered = 0.1;               // flits per node per cycle
   unsigned min_len = 1, max_len = 1;  // packet length in flits, uniform in [min, max]
   bool restrict_to_slice = true;      // draw destinations inside the source's slice
 };
