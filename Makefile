@@ -1,9 +1,9 @@
 # Thin wrapper around CMake + CTest. Every target installs missing Debian packages first.
 #   make sim   [PRESET=<name>] [ARGS="--rows 512 ..."]   demo matmul on the Verilated MXU
-#   make test                                           the regression (tiny and small presets)
+#   make test                                           the regression (tiny, small, odd presets)
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>]   rerun one test with FST waves
 #   make lint                                           verilator --lint-only -Wall, every top
-#   make bench                                          build/reports/mxu.json
+#   make bench                                          build/reports/{mxu,ici}.json, ici.svg
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 BUILD  ?= build

@@ -30,6 +30,16 @@ module tp_ici_link_rx
   logic [RVW-CRCW-1:0] body_d, body_q;
   logic [CRCW-1:0] body_crc;
 
+  // The reverse word of the reset state (all counters zero), with its CRC, so that the sender
+  // sees a valid word from the first cycle after reset.
+  function automatic logic [CRCW-1:0] zero_body_crc();
+    logic [CRCW-1:0] c;
+    c = 16'hffff;
+    for (int i = 0; i < RVW - CRCW; i++) c = crc16_bit(c, 1'b0);
+    return c;
+  endfunction
+  localparam logic [CRCW-1:0] RESET_CRC = zero_body_crc();
+
   always_comb begin
     crc = 16'hffff;
     if (rx_valid_i) begin
@@ -63,8 +73,8 @@ module tp_ici_link_rx
       err_q     <= '0;
       crc_err_q <= '0;
       dropped_q <= '0;
-      body_q    <= '1;  // differs from the reset state, so the first reverse word is computed
-      rv_data_o <= '0;
+      body_q    <= '0;
+      rv_data_o <= {RESET_CRC, {(RVW - CRCW){1'b0}}};
       for (int v = 0; v < V; v++) freed_q[v] <= '0;
     end else begin
       exp_q     <= exp_d;

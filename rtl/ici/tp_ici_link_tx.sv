@@ -11,7 +11,7 @@ module tp_ici_link_tx
   parameter int unsigned V       = 2,   // virtual channels
   parameter int unsigned B       = 8,   // downstream buffer depth per VC (credits)
   parameter int unsigned R       = 16,  // replay buffer depth (flits in flight)
-  parameter int unsigned Timeout = 64,
+  parameter int unsigned Timeout = 256,  // > the longest round trip (2 x 64-cycle links + R)
   localparam int unsigned VW     = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned LW     = FW + SEQW + CRCW,
   localparam int unsigned RVW    = SEQW + ERRW + V * CNTW + CRCW
@@ -47,7 +47,7 @@ module tp_ici_link_tx
   logic [ERRW-1:0] rv_err;
   logic [CRCW-1:0] rv_crc;
   logic [FW-1:0]   send_flit;
-  logic [SEQW-1:0] send_seq;
+  logic [SEQW-1:0] send_seq, snd_from;
   logic            send;
   logic [CRCW-1:0] tx_crc;
   logic [SEQW+FW-1:0] tx_body;
@@ -71,8 +71,8 @@ module tp_ici_link_tx
   end
   assign rv_ack = rv_data_i[SEQW-1:0];
   assign rv_err = rv_data_i[SEQW +: ERRW];
-  // A cumulative ack may only move forward, and never past what was sent.
-  assign ack_adv = rv_ok && (rv_ack != ack_q) && ((rv_ack - ack_q) <= (snd_q - ack_q));
+  // A cumulative ack may only move forward, and never past what was accepted for sending.
+  assign ack_adv = rv_ok && (rv_ack != ack_q) && ((rv_ack - ack_q) <= (next_q - ack_q));
 
   always_comb begin
     ack_d   = ack_adv ? rv_ack : ack_q;
@@ -82,19 +82,22 @@ module tp_ici_link_tx
     if (rewind) idle_d = '0;
     next_d  = next_q + SEQW'(accept);
     // Send from the replay buffer first; a new flit goes straight out when nothing is waiting.
+    // After a go-back, an acknowledgement already on its way may overtake the resend point:
+    // skip what the receiver has.
+    snd_from  = ((ack_d - ack_q) > (snd_q - ack_q)) ? ack_d : snd_q;
     send      = 1'b0;
     send_flit = in_flit_i;
-    send_seq  = snd_q;
-    snd_d     = snd_q;
+    send_seq  = snd_from;
+    snd_d     = snd_from;
     if (rewind) begin
       snd_d = ack_d;
-    end else if (snd_q != next_q) begin
+    end else if (snd_from != next_q) begin
       send      = 1'b1;
-      send_flit = rbuf_q[snd_q[RIW-1:0]];
-      snd_d     = snd_q + 1'b1;
+      send_flit = rbuf_q[snd_from[RIW-1:0]];
+      snd_d     = snd_from + 1'b1;
     end else if (accept) begin
       send  = 1'b1;
-      snd_d = snd_q + 1'b1;
+      snd_d = snd_from + 1'b1;
     end
     tx_valid_d = send;
     tx_body    = {send_seq, send_flit};
@@ -103,7 +106,7 @@ module tp_ici_link_tx
       for (int i = SEQW + FW - 1; i >= 0; i--) tx_crc = crc16_bit(tx_crc, tx_body[i]);
     end
     tx_data_d = {tx_crc, tx_body};
-    retx_d   = retx_q + (rewind ? {24'h0, SEQW'(snd_q - ack_d)} : 32'h0);
+    retx_d   = retx_q + ((rewind && (snd_q - ack_q) >= (ack_d - ack_q)) ? {24'h0, SEQW'(snd_q - ack_d)} : 32'h0);
     rv_bad_d = rv_bad_q + 32'(rv_new && !rv_ok);
     for (int v = 0; v < V; v++) begin
       sent_d[v]  = sent_q[v] + CNTW'(accept && (in_vc_i == VW'(v)));

@@ -3,7 +3,8 @@
 //
 // - Dimension order: X first, then Y. Positive X is east (x + 1), positive Y is north (y + 1).
 // - In a dimension the slice spans completely (w == kx, h == ky), the shorter way round the ring:
-//   fwd = (dst - here) mod k, back = k - fwd, positive iff fwd <= back (a tie goes positive).
+//   fwd = (dst - here) mod k, back = k - fwd, positive iff fwd < back; a tie (fwd == back) goes
+//   positive to an even destination coordinate and negative to an odd one.
 //   In a dimension the slice spans only partly, straight (positive iff dst > here), never
 //   taking the wrap-around link.
 // - Dateline VCs: V VCs are two classes of L = V / 2 lanes. A packet injected on lane l uses VC

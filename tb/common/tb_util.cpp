@@ -44,7 +44,7 @@ uint64_t test_seed(const std::string& test_name, const std::string& preset) {
     seed = fnv1a(test_name) & 0xffffffffu;
   }
   if (preset.empty()) {
-    fmt::print("[ seed     ] {} = {}  (rerun: TP_SEED={} ctest --test-dir build -R '^{}$')\n", test_name, seed, seed,
+    fmt::print("[ seed     ] {} = {}  (rerun: TP_SEED={} ctest --test-dir build -R '{}$')\n", test_name, seed, seed,
                test_name);
   } else {
     fmt::print("[ seed     ] {} = {}  (rerun with waves: make wave TEST={}.{} SEED={})\n", test_name, seed, preset,

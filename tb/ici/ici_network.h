@@ -142,6 +142,14 @@ class IciNetwork {
       for (unsigned p = 0; p < 4; ++p) r.rx_valid_i[p] = 0;
     }
     for (int c = 0; c < 4; ++c) clock();
+    // In reset every receiver presents its reset reverse word: put it on the wires (and into the
+    // senders' inputs) before reset ends, so no sender ever sees an undefined word.
+    for (unsigned i = 0; i < n; ++i)
+      for (unsigned p = 0; p < 4; ++p)
+        nodes_[i].rev[p].assign(cfg.link_latency, Wire<Rev>{true, nodes_[i].r->rv_out_o[p]});
+    for (unsigned i = 0; i < n; ++i)
+      for (unsigned p = 0; p < 4; ++p) nodes_[i].r->rv_in_i[p] = nodes_[neighbour(i, p)].rev[opposite(p)].front().data;
+    clock();
     for (auto& nd : nodes_) nd.r->rst_ni = 1;
     clock();
     cycle_ = 0;

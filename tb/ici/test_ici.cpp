@@ -25,7 +25,7 @@ class Ici : public ::testing::Test {
  protected:
   void SetUp() override {
     preset_ = tp::load_preset(TP_PRESET);
-    seed_ = test_seed(tp::tb::current_test_name(), std::string(TP_PRESET) + "-ici");
+    seed_ = test_seed(tp::tb::current_test_name());  // no waves: the rerun line is a ctest one
     rng_.seed(seed_);
   }
   unsigned lanes() const { return preset_.ici.vcs / 2; }
@@ -65,8 +65,21 @@ class Ici : public ::testing::Test {
 };
 
 TEST_F(Ici, PresetTorusUniformRandom) {
-  Net net(preset_.ici, opts({preset_.ici.torus_x, preset_.ici.torus_y}));
+  const Torus t{preset_.ici.torus_x, preset_.ici.torus_y};
+  Net net(preset_.ici, opts(t));
   run(net, {Pattern::kUniform, 0.3, 1, 5}, 1500);
+  // The flit counters account for every flit: one switch traversal per hop, one ejection.
+  uint64_t link_flits = 0, ejected = 0;
+  for (const auto& p : net.packets()) {
+    link_flits += std::uint64_t{p.len} * tp::golden::hops(t, tp::golden::full_slice(t), p.src, p.dst);
+    ejected += p.len;
+  }
+  EXPECT_EQ(net.sum([](auto& r, unsigned p) { return r.cnt_flits_o[p]; }), link_flits);
+  EXPECT_EQ(net.sum([](auto& r, unsigned) { return r.cnt_flits_o[4]; }, 1), ejected);
+  EXPECT_EQ(net.flits_ejected(), ejected);
+  EXPECT_EQ(net.sum([](auto& r, unsigned p) { return r.cnt_retx_o[p]; }), 0u);
+  EXPECT_EQ(net.sum([](auto& r, unsigned p) { return r.cnt_crc_err_o[p]; }), 0u);
+  EXPECT_EQ(net.sum([](auto& r, unsigned p) { return r.cnt_rv_bad_o[p]; }), 0u) << "no errors were injected";
 }
 
 TEST_F(Ici, ShapesOneByNTwoByTwoThreeByThreeFourByFour) {
@@ -141,6 +154,19 @@ TEST_F(Ici, SlicesAreIsolated) {
   EXPECT_EQ(refused, expected);
   const auto counted = net.sum([](auto& r, unsigned) { return r.cnt_refused_o; }, 1);
   EXPECT_EQ(counted, expected);
+  for (unsigned y = 0; y < 4; ++y)
+    for (unsigned x = 0; x < 4; ++x) EXPECT_FALSE(net.router({x, y}).err_slice_o) << x << "," << y;
+}
+
+TEST_F(Ici, PartialSliceNeverWraps) {
+  // Slices 3 and 1 wide on a 4-ring: inside the 3-wide one, 2 -> 0 must go west through 1,
+  // not east through the wrap link and node 3 (another tenant's chip, which would flag it).
+  auto o = opts({4, 4});
+  for (unsigned y = 0; y < 4; ++y)
+    for (unsigned x = 0; x < 4; ++x) o.slices.push_back(x < 3 ? Slice{0, 0, 3, 4} : Slice{3, 0, 1, 4});
+  Net net(preset_.ici, o);
+  for (unsigned y = 0; y < 4; ++y) net.send({2, y}, {0, (y + 2) % 4}, 0, 3);
+  run(net, {Pattern::kUniform, 0.3, 1, 4}, 800);
   for (unsigned y = 0; y < 4; ++y)
     for (unsigned x = 0; x < 4; ++x) EXPECT_FALSE(net.router({x, y}).err_slice_o) << x << "," << y;
 }
