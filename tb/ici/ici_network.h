@@ -87,8 +87,9 @@ struct NetOptions {
   std::vector<Slice> slices;     // empty: the whole torus is one slice; else one per node (x + y*kx)
   double flip_fwd = 0.0;         // probability of a bit flip per flit on a faulty link
   double flip_rev = 0.0;         // ... per reverse word
-  double faulty_fraction = 1.0;  // fraction of links that flip bits (chosen at random)
-  double ej_stall = 0.0;         // probability an ejection port is not ready in a cycle
+  double faulty_fraction = 1.0;  // fraction of links that flip bits (chosen at random) ...
+  std::vector<std::pair<Coord, unsigned>> faulty_links;  // ... or exactly these (node, port 0..3)
+  double ej_stall = 0.0;                                 // probability an ejection port is not ready in a cycle
   uint64_t seed = 1;
   uint64_t watchdog = 5000;  // cycles without progress that count as a deadlock
 };
@@ -123,7 +124,10 @@ class IciNetwork {
       for (unsigned p = 0; p < 4; ++p) {
         nd.fwd[p].assign(cfg.link_latency, Wire<Link>{});
         nd.rev[p].assign(cfg.link_latency, Wire<Rev>{});
-        nd.faulty[p] = std::bernoulli_distribution(opt_.faulty_fraction)(rng_);
+        nd.faulty[p] = opt_.faulty_links.empty()
+                           ? std::bernoulli_distribution(opt_.faulty_fraction)(rng_)
+                           : std::any_of(opt_.faulty_links.begin(), opt_.faulty_links.end(),
+                                         [&](const auto& l) { return l.first == nd.at && l.second == p; });
       }
       Router& r = *nd.r;
       const auto u8 = [](unsigned v) { return static_cast<uint8_t>(v); };  // 5- and 6-bit ports

@@ -135,6 +135,20 @@ TEST_F(Ici, LinkBitErrorsAreRetransmitted) {
   }
 }
 
+TEST_F(Ici, ChosenFaultyLinkRetransmitsOnlyThere) {
+  // One chosen link, (1,1) eastwards, flips a bit in 5 % of its flits: only that link's
+  // receiver sees CRC errors and only its sender resends.
+  auto o = opts({4, 4});
+  o.flip_fwd = 0.05;
+  o.faulty_links = {{Coord{1, 1}, 2}};
+  Net net(preset_.ici, o);
+  run(net, {Pattern::kUniform, 0.4, 1, 4}, 2000);
+  EXPECT_GT(net.router({1, 1}).cnt_retx_o[2], 0u);
+  EXPECT_GT(net.router({2, 1}).cnt_crc_err_o[3], 0u) << "the receiver is (2,1)'s west port";
+  const auto crc = net.sum([](auto& r, unsigned p) { return r.cnt_crc_err_o[p]; });
+  EXPECT_EQ(crc, net.router({2, 1}).cnt_crc_err_o[3]) << "CRC errors on links that flip nothing";
+}
+
 TEST_F(Ici, SlicesAreIsolated) {
   // 4x4 cut into a 4x2 slice (full ring in X: uses the X wrap link, never the Y one) and two
   // 2x2 slices. Every node also aims traffic at random nodes anywhere: what leaves its slice
