@@ -103,7 +103,9 @@ TEST_F(Mxu, ArrayRandomTilesWithStallsOnAllSides) {
         ASSERT_EQ(got[i].data[j], want[i].data[j]) << fmt::format(
             "row {} column {}: {:#010x} vs golden {:#010x} (seed {})", i, j, got[i].data[j], want[i].data[j], seed_);
     }
-    if (rg.out_stall > 0) {
+    // Coverage, where the regime makes it certain: heavy result stalls must freeze the array.
+    // (With rare stalls and sparse input, the output FIFO may absorb every one of them.)
+    if (rg.out_stall >= 0.4) {
       EXPECT_GT(h.counters().stall_out, 0u) << "result back-pressure never stalled the array";
     }
     EXPECT_EQ(h.counters().rows, want.size());
