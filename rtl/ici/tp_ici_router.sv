@@ -57,7 +57,7 @@ module tp_ici_router
   // Status and counters.
   output logic           err_slice_o,  // sticky: a flit arrived whose destination is outside
   output logic           err_cfg_o,    // the configuration inputs are inconsistent (see below)
-  output logic           err_inj_o,    // sticky: a packet was injected on a VC >= V/2 (dropped)
+  output logic           err_inj_o,    // sticky: malformed injection (VC >= V/2, stray flits)
   output logic [31:0]    cnt_flits_o [NPORTS],        // flits sent per output port
   output logic [31:0]    cnt_credit_stall_o [NPORTS], // cycles a flit waited for a credit
   output logic [31:0]    cnt_retx_o [4],              // flits retransmitted per link
@@ -83,6 +83,10 @@ module tp_ici_router
     logic             tail;
     logic             head;
   } flit_t;
+
+  if (B < 1 || B > 64) begin : gen_bad_b
+    $error("tp_ici_router: B = %0d must be in [1, 64] (credit counters are %0d bits)", B, CNTW);
+  end
 
   if (V < 2 || (V % 2) != 0) begin : gen_bad_v
     $error("tp_ici_router: V = %0d must be even and at least 2 (two dateline classes)", V);
@@ -160,21 +164,43 @@ module tp_ici_router
   flit_t         front   [NPORTS][V];
   logic          nonempty[NPORTS][V];
 
+  // Packet framing at the local port: a head starts a packet on its VC (a lane), body and tail
+  // flits follow on the same VC. A stray body or tail flit is dropped; a head that arrives inside
+  // a packet still starts a new one. Both are flagged on err_inj_o, as is a head on a VC >= V/2.
+  logic          inpkt_q, inpkt_d, stray, head_err;
+  logic [VW-1:0] pkt_vc_q, pkt_vc_d;
+  logic          drop_body;  // inside a refused packet: drop until its tail
+
   always_comb begin
     // Refused (counted, reported): outside the slice. Dropped as errors: a bad VC or config.
-    refuse      = inj_valid && inj_flit.head && (outside || !cfg_ok || bad_vc);
-    inj_pop     = 1'b0;
+    refuse    = inj_valid && inj_flit.head && (outside || !cfg_ok || bad_vc);
+    drop_body = inj_valid && !inj_flit.head && dropping_q;
+    stray     = inj_valid && !inj_flit.head && !dropping_q && (!inpkt_q || (inj_flit.vc != pkt_vc_q));
+    head_err  = inj_valid && inj_flit.head && (inpkt_q || dropping_q);
+    inj_pop       = 1'b0;
     wr_valid[P_L] = 1'b0;
     wr_flit[P_L]  = inj_flit;
-    dropping_d  = dropping_q;
+    dropping_d    = dropping_q;
+    inpkt_d       = inpkt_q;
+    pkt_vc_d      = pkt_vc_q;
+    if (inj_valid && inj_flit.head) begin
+      dropping_d = 1'b0;  // a head ends whatever came before
+      inpkt_d    = 1'b0;
+    end
     if (inj_valid) begin
-      if (refuse || dropping_q) begin
-        inj_pop = 1'b1;  // drop the packet's flits
+      if (refuse || drop_body || stray) begin
+        inj_pop = 1'b1;  // drop the flit
         if (refuse) dropping_d = !inj_flit.tail;
-        else if (inj_flit.tail) dropping_d = 1'b0;
+        else if (drop_body && inj_flit.tail) dropping_d = 1'b0;
       end else if (count_q[P_L][inj_flit.vc] < BW'(B)) begin
         inj_pop       = 1'b1;
         wr_valid[P_L] = 1'b1;
+        if (inj_flit.head) begin
+          inpkt_d  = !inj_flit.tail;
+          pkt_vc_d = inj_flit.vc;
+        end else if (inj_flit.tail) begin
+          inpkt_d = 1'b0;
+        end
       end
     end
   end
@@ -491,6 +517,8 @@ module tp_ici_router
       end
       refused_q   <= '0;
       err_inj_q   <= 1'b0;
+      inpkt_q     <= 1'b0;
+      pkt_vc_q    <= '0;
       dropping_q  <= 1'b0;
       err_slice_q <= 1'b0;
     end else begin
@@ -499,7 +527,9 @@ module tp_ici_router
         cstall_q[o] <= cstall_q[o] + 32'(stall_credit[o]);
       end
       refused_q  <= refused_q + 32'(refuse && outside && cfg_ok && !bad_vc);
-      err_inj_q  <= err_inj_q || (refuse && bad_vc);
+      err_inj_q  <= err_inj_q || (refuse && bad_vc) || stray || head_err;
+      inpkt_q    <= inpkt_d;
+      pkt_vc_q   <= pkt_vc_d;
       dropping_q <= dropping_d;
       for (int p = 0; p < 4; p++) begin
         if (wr_valid[p] && wr_flit[p].head &&

@@ -46,7 +46,8 @@ Step ring_step(unsigned here, unsigned dst, unsigned k, bool full_ring) {
 
 unsigned next(unsigned here, unsigned k, bool pos) { return pos ? (here + 1) % k : (here + k - 1) % k; }
 
-// Walks the route, calling hop(next_node, wraps, first_hop_in_dimension) for every link hop.
+// Walks the route, calling hop(next_node, wraps, first_hop_in_dimension, out_port) for every
+// link hop; out_port as the RTL numbers them: 0 north (y+1), 1 south, 2 east (x+1), 3 west.
 template <typename F>
 void walk(Torus t, const Slice& s, Coord src, Coord dst, F hop) {
   check_route_args(t, s, src, dst);
@@ -55,14 +56,14 @@ void walk(Torus t, const Slice& s, Coord src, Coord dst, F hop) {
   while (here.x != dst.x) {
     const Step st = ring_step(here.x, dst.x, t.kx, s.w == t.kx);
     here.x = next(here.x, t.kx, st.pos);
-    hop(here, st.wraps, first);
+    hop(here, st.wraps, first, st.pos ? 2u : 3u);
     first = false;
   }
   first = true;
   while (here.y != dst.y) {
     const Step st = ring_step(here.y, dst.y, t.ky, s.h == t.ky);
     here.y = next(here.y, t.ky, st.pos);
-    hop(here, st.wraps, first);
+    hop(here, st.wraps, first, st.pos ? 0u : 1u);
     first = false;
   }
 }
@@ -76,12 +77,18 @@ bool in_slice(Coord c, const Slice& s) {
 
 std::vector<Coord> route(Torus t, const Slice& s, Coord src, Coord dst) {
   std::vector<Coord> nodes{src};
-  walk(t, s, src, dst, [&](Coord c, bool, bool) { nodes.push_back(c); });
+  walk(t, s, src, dst, [&](Coord c, bool, bool, unsigned) { nodes.push_back(c); });
   return nodes;
 }
 
 unsigned hops(Torus t, const Slice& s, Coord src, Coord dst) {
   return static_cast<unsigned>(route(t, s, src, dst).size() - 1);
+}
+
+std::vector<unsigned> route_ports(Torus t, const Slice& s, Coord src, Coord dst) {
+  std::vector<unsigned> ports;
+  walk(t, s, src, dst, [&](Coord, bool, bool, unsigned port) { ports.push_back(port); });
+  return ports;
 }
 
 std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane) {
@@ -92,7 +99,7 @@ std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, u
     throw std::invalid_argument(fmt::format("ici route_vcs: lane {} >= {} lanes per class", lane, lanes));
   std::vector<unsigned> out;
   unsigned cls = 0;
-  walk(t, s, src, dst, [&](Coord, bool wraps, bool first) {
+  walk(t, s, src, dst, [&](Coord, bool wraps, bool first, unsigned) {
     if (first) cls = 0;  // entering a dimension
     if (wraps) cls = 1;  // crossing the dateline
     out.push_back(lane + lanes * cls);

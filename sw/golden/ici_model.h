@@ -50,6 +50,10 @@ std::vector<Coord> route(Torus t, const Slice& s, Coord src, Coord dst);
 // Link hops: route(...).size() - 1.
 unsigned hops(Torus t, const Slice& s, Coord src, Coord dst);
 
+// The output port taken at each node of the route but the last (0 north = y+1, 1 south,
+// 2 east = x+1, 3 west), as the RTL numbers its link ports.
+std::vector<unsigned> route_ports(Torus t, const Slice& s, Coord src, Coord dst);
+
 // The VC used on each link hop of route(t, s, src, dst) (one entry per hop) by a packet injected
 // on lane `lane` with `vcs` VCs per port. Throws std::invalid_argument unless vcs is even and at
 // least 2 and lane < vcs / 2 (and for the reasons route() throws).

@@ -44,13 +44,14 @@ Point measure(const tp::IciConfig& cfg, unsigned k, Pattern pattern, double load
     net.step();
   }
   const std::size_t first = net.packets().size();
-  const uint64_t flits0 = net.flits_ejected();
+  const uint64_t flits0 = net.network_flits_ejected();
   for (unsigned c = 0; c < window; ++c) {
     tp::tb::inject_traffic(net, spec, rng, cfg.vcs / 2);
     net.step();
   }
   const std::size_t last = net.packets().size();
-  const double accepted = double(net.flits_ejected() - flits0) / (double(k) * k * window);
+  // Accepted: flits that crossed the network (a node's packets to itself do not count).
+  const double accepted = double(net.network_flits_ejected() - flits0) / (double(k) * k * window);
   // Keep the load on while the measured packets finish (as an open-loop network would), up to
   // a limit; past saturation some will not, and the point says so.
   auto measured_done = [&] {

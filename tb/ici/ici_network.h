@@ -272,6 +272,34 @@ class IciNetwork {
   const std::vector<std::string>& errors() const { return errors_; }
   uint64_t flips() const { return flips_; }
   uint64_t flits_ejected() const { return flits_ejected_; }
+  // Flits ejected that crossed at least one link (packets a node sends to itself excluded).
+  uint64_t network_flits_ejected() const { return network_flits_; }
+
+  // Every router's per-port flit counters against the golden routes of the delivered packets:
+  // this checks each packet's path (direction of every hop, ties, the no-wrap rule), not just
+  // its length. Returns the mismatches found.
+  std::vector<std::string> check_paths() {
+    const unsigned kx = opt_.torus.kx;
+    std::vector<std::array<uint64_t, 5>> want(nodes_.size(), std::array<uint64_t, 5>{});
+    for (const auto& p : packets_) {
+      if (!p.done || p.refused) continue;
+      Coord here = p.src;
+      const auto ports = golden::route_ports(opt_.torus, slice(p.src), p.src, p.dst);
+      const auto nodes = golden::route(opt_.torus, slice(p.src), p.src, p.dst);
+      for (std::size_t h = 0; h < ports.size(); ++h) {
+        want[index(nodes[h])][ports[h]] += p.len;
+        here = nodes[h + 1];
+      }
+      want[index(here)][4] += p.len;
+    }
+    std::vector<std::string> out;
+    for (unsigned i = 0; i < nodes_.size(); ++i)
+      for (unsigned port = 0; port < 5; ++port)
+        if (nodes_[i].r->cnt_flits_o[port] != want[i][port])
+          out.push_back(fmt::format("router ({},{}) port {}: {} flits, the golden routes give {}", i % kx, i / kx, port,
+                                    nodes_[i].r->cnt_flits_o[port], want[i][port]));
+    return out;
+  }
 
   // Sum of a per-port counter over all routers, e.g. sum([](Router& r, unsigned p) { return r.cnt_retx_o[p]; }).
   template <class F>
@@ -422,6 +450,7 @@ class IciNetwork {
       return true;
     }
     const PacketStats& p = packets_[rx.id];
+    if (!(p.src == p.dst)) ++network_flits_;
     for (unsigned b = 0, k = 0; b < cfg_.flit_bits; b += 32, ++k) {
       const unsigned width = std::min(32u, cfg_.flit_bits - b);
       const uint64_t mask = width == 64 ? ~0ull : ((1ull << width) - 1);
@@ -459,7 +488,7 @@ class IciNetwork {
   std::vector<PacketStats> packets_;
   std::map<uint64_t, std::deque<uint32_t>> order_;
   std::vector<std::string> errors_;
-  uint64_t cycle_ = 0, quiet_ = 0, outstanding_ = 0, flips_ = 0, flits_ejected_ = 0;
+  uint64_t cycle_ = 0, quiet_ = 0, outstanding_ = 0, flips_ = 0, flits_ejected_ = 0, network_flits_ = 0;
 
   void clock() {
     for (auto& nd : nodes_) {
