@@ -12,6 +12,7 @@ module tp_ici_link_tx
   parameter int unsigned B       = 8,   // downstream buffer depth per VC (credits)
   parameter int unsigned R       = 16,  // replay buffer depth (flits in flight)
   parameter int unsigned Timeout = 256,  // > the longest round trip (2 x 64-cycle links + R)
+  parameter logic [15:0] FaultSeed = 16'hace1,  // LFSR seed of the fault-injection hook
   localparam int unsigned VW     = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned LW     = FW + SEQW + CRCW,
   localparam int unsigned RVW    = SEQW + ERRW + V * CNTW + CRCW
@@ -28,9 +29,12 @@ module tp_ici_link_tx
   output logic          tx_valid_o,
   output logic [LW-1:0] tx_data_o,
   input  logic [RVW-1:0] rv_data_i,
+  // Test hook: flip one bit of a sent word with probability fault_rate_i / 65536 (0: off).
+  input  logic [15:0]   fault_rate_i,
   // Counters.
   output logic [31:0]   cnt_retx_o,    // flits sent again
-  output logic [31:0]   cnt_rv_bad_o   // reverse words rejected by their CRC
+  output logic [31:0]   cnt_rv_bad_o,  // reverse words rejected by their CRC
+  output logic [31:0]   cnt_faults_o   // bits flipped by the test hook
 );
   localparam int unsigned RIW = $clog2(R);
 
@@ -149,13 +153,41 @@ module tp_ici_link_tx
     end
   end
 
+  // Fault injection: a 16-bit maximal-length LFSR (x^16 + x^14 + x^13 + x^11 + 1) steps once
+  // per sent word; its value decides whether to flip and which bit.
+  logic [15:0] lfsr_q, lfsr_d;
+  logic        fault;
+  logic [LW-1:0] fault_mask;
+  logic [31:0] faults_q;
+  always_comb begin
+    lfsr_d     = tx_valid_d ? {lfsr_q[14:0], lfsr_q[15] ^ lfsr_q[13] ^ lfsr_q[12] ^ lfsr_q[10]} : lfsr_q;
+    fault      = tx_valid_d && (fault_rate_i != '0) && (lfsr_q < fault_rate_i);
+    fault_mask = '0;
+    if (fault) fault_mask[32'({lfsr_q[7:0], lfsr_q[15:8]}) % LW] = 1'b1;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      lfsr_q   <= FaultSeed;
+      faults_q <= '0;
+    end else begin
+      lfsr_q   <= lfsr_d;
+      faults_q <= faults_q + 32'(fault);
+    end
+  end
+  assign cnt_faults_o = faults_q;
+
   always_ff @(posedge clk_i) begin
     if (accept) rbuf_q[next_q[RIW-1:0]] <= in_flit_i;
-    if (tx_valid_d) tx_data_o <= tx_data_d;
+    if (tx_valid_d) tx_data_o <= tx_data_d ^ fault_mask;
   end
 
   assign cnt_retx_o   = retx_q;
   assign cnt_rv_bad_o = rv_bad_q;
+
+  if (FaultSeed == '0) begin : gen_bad_seed
+    $error("tp_ici_link_tx: FaultSeed must not be zero (the LFSR would stay at zero)");
+  end
 
   if (R > (1 << (SEQW - 1)) || (1 << RIW) != R) begin : gen_bad_r
     $error("tp_ici_link_tx: R = %0d must be a power of two no larger than %0d", R, 1 << (SEQW - 1));

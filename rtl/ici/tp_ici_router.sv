@@ -46,6 +46,9 @@ module tp_ici_router
   input  logic [LW-1:0]  rx_data_i  [4],
   output logic [RVW-1:0] rv_out_o   [4],
   input  logic [RVW-1:0] rv_in_i    [4],
+  // Test hook (a control register): flip one bit of a word sent on link p with probability
+  // fault_rate_i[p] / 65536; 0 turns it off.
+  input  logic [15:0]    fault_rate_i [4],
   // Local port: injection and ejection.
   input  logic           inj_valid_i,
   output logic           inj_ready_o,
@@ -64,6 +67,7 @@ module tp_ici_router
   output logic [31:0]    cnt_crc_err_o [4],           // flits received with a bad CRC
   output logic [31:0]    cnt_dropped_o [4],           // good flits dropped after a lost one
   output logic [31:0]    cnt_rv_bad_o [4],            // reverse words with a bad CRC
+  output logic [31:0]    cnt_faults_o [4],            // bits flipped by the fault hook
   output logic [31:0]    cnt_refused_o                // packets refused at injection
 );
   localparam int unsigned L   = V / 2;  // lanes per class
@@ -473,7 +477,7 @@ module tp_ici_router
   // -----------------------------------------------------------------------------------------
   for (genvar o = 0; o < 4; o++) begin : gen_tx
     logic rdy;
-    tp_ici_link_tx #(.FW(FW), .V(V), .B(B), .R(R)) u_tx (
+    tp_ici_link_tx #(.FW(FW), .V(V), .B(B), .R(R), .FaultSeed(16'hace1 + 16'(o) * 16'h1f3)) u_tx (
       .clk_i,
       .rst_ni,
       .in_valid_i   (out_valid[o]),
@@ -484,8 +488,10 @@ module tp_ici_router
       .tx_valid_o   (tx_valid_o[o]),
       .tx_data_o    (tx_data_o[o]),
       .rv_data_i    (rv_in_i[o]),
+      .fault_rate_i (fault_rate_i[o]),
       .cnt_retx_o   (cnt_retx_o[o]),
-      .cnt_rv_bad_o (cnt_rv_bad_o[o])
+      .cnt_rv_bad_o (cnt_rv_bad_o[o]),
+      .cnt_faults_o (cnt_faults_o[o])
     );
     assign out_ready[o] = rdy;
   end

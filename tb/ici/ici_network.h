@@ -89,7 +89,14 @@ struct NetOptions {
   double flip_rev = 0.0;         // ... per reverse word
   double faulty_fraction = 1.0;  // fraction of links that flip bits (chosen at random) ...
   std::vector<std::pair<Coord, unsigned>> faulty_links;  // ... or exactly these (node, port 0..3)
-  double ej_stall = 0.0;                                 // probability an ejection port is not ready in a cycle
+  // The RTL's own hook: fault_rate_i of link (node, port), in 1/65536 per sent word.
+  struct RtlFault {
+    Coord at;
+    unsigned port;
+    uint16_t rate;
+  };
+  std::vector<RtlFault> rtl_faults;
+  double ej_stall = 0.0;  // probability an ejection port is not ready in a cycle
   uint64_t seed = 1;
   uint64_t watchdog = 5000;  // cycles without progress that count as a deadlock
 };
@@ -143,7 +150,12 @@ class IciNetwork {
       r.clk_i = 0;
       r.inj_valid_i = 0;
       r.ej_ready_i = 0;
-      for (unsigned p = 0; p < 4; ++p) r.rx_valid_i[p] = 0;
+      for (unsigned p = 0; p < 4; ++p) {
+        r.rx_valid_i[p] = 0;
+        r.fault_rate_i[p] = 0;
+      }
+      for (const auto& f : opt_.rtl_faults)
+        if (f.at == nd.at) r.fault_rate_i[f.port] = f.rate;
     }
     for (int c = 0; c < 4; ++c) clock();
     // In reset every receiver presents its reset reverse word: put it on the wires (and into the

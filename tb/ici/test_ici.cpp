@@ -157,6 +157,20 @@ TEST_F(Ici, ChosenFaultyLinkRetransmitsOnlyThere) {
   EXPECT_EQ(crc, net.router({2, 1}).cnt_crc_err_o[3]) << "CRC errors on links that flip nothing";
 }
 
+TEST_F(Ici, RtlFaultHookOnAChosenLink) {
+  // The router's own fault-injection register: link (2,2) northwards flips a bit in about 3 %
+  // of its words. Every flip is caught by the receiver's CRC and repaired by a resend.
+  auto o = opts({4, 4});
+  o.rtl_faults = {{Coord{2, 2}, 0, 2000}};
+  Net net(preset_.ici, o);
+  run(net, {Pattern::kUniform, 0.4, 1, 4}, 2000);
+  const auto injected = net.router({2, 2}).cnt_faults_o[0];
+  EXPECT_GT(injected, 0u);
+  EXPECT_EQ(net.sum([](auto& r, unsigned p) { return r.cnt_faults_o[p]; }), injected) << "only the chosen link";
+  EXPECT_EQ(net.router({2, 3}).cnt_crc_err_o[1], injected) << "every flip detected by (2,3)'s south port";
+  EXPECT_GT(net.router({2, 2}).cnt_retx_o[0], 0u);
+}
+
 TEST_F(Ici, SlicesAreIsolated) {
   // 4x4 cut into a 4x2 slice (full ring in X: uses the X wrap link, never the Y one) and two
   // 2x2 slices. Every node also aims traffic at random nodes anywhere: what leaves its slice
