@@ -98,6 +98,9 @@ function(tp_lint_target)
        ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_unit.sv --top-module tp_fp_unit)
   list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
        ${PROJECT_SOURCE_DIR}/rtl/common/tp_ecc_unit.sv --top-module tp_ecc_unit)
+  list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_COMMON}
+       ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm_ctrl.sv
+       --top-module tp_hbm_ctrl)
   foreach(preset ${TP_ALL_PRESETS})
     tp_preset_get(n ${preset} mxu n)
     tp_preset_get(acc_rows ${preset} mxu acc_rows)
@@ -113,7 +116,7 @@ function(tp_lint_target)
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit, tp_hbm_ctrl; tp_mxu, tp_mxu_array, tp_ici_router at ${TP_ALL_PRESETS})"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

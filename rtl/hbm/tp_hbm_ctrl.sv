@@ -1,0 +1,550 @@
+// HBM controller for one pseudo-channel (docs/hbm.md).
+//
+// Requests (one burst each) wait in a queue; each cycle the scheduler issues at most one DRAM
+// command, FR-FCFS: among requests allowed to go (the oldest of their ID, in the current
+// read/write mode), the oldest row hit whose column command is legal now, else the oldest
+// request, which opens its row (precharge, activate). A request that waited StarveLimit cycles
+// blocks the hits that would pass it. Writes collect until HiWm and drain down to LoWm; reads go
+// first otherwise. Refresh is all-bank, every tREFI, postponed while work is pending but never
+// more than MaxPostpone times. Every timing rule is tracked as the earliest cycle a command may
+// issue. Write data is SECDED-encoded per 64 bits; reads are decoded, single-bit errors corrected
+// and counted, double-bit errors reported with the response.
+module tp_hbm_ctrl
+  import tp_secded_pkg::*;
+#(
+  parameter int unsigned IdW = 4,
+  parameter int unsigned QD = 8,            // request queue entries
+  parameter int unsigned BankGroups = 4,
+  parameter int unsigned BanksPerGroup = 4,
+  parameter int unsigned RowW = 14,
+  parameter int unsigned ColW = 5,          // bursts per row = 2^ColW
+  parameter bit          BankLow = 1'b0,    // address map: row|col|bank (1) or row|bank|col (0)
+  parameter bit          ClosedPage = 1'b0,
+  parameter int unsigned HiWm = 6, LoWm = 2,
+  parameter int unsigned StarveLimit = 64,
+  parameter int unsigned MaxPostpone = 8,
+  // Timing (controller cycles).
+  parameter int unsigned CL = 14, CWL = 4, TRCD = 14, TRP = 14, TRAS = 34, TRC = 48,
+  parameter int unsigned TCCDS = 1, TCCDL = 2, TRRDS = 4, TRRDL = 6, TFAW = 30,
+  parameter int unsigned TWTRS = 4, TWTRL = 9, TRTP = 4, TWR = 16, TRFC = 260, TREFI = 3900,
+  parameter int unsigned BurstCycles = 2,
+  localparam int unsigned NB = BankGroups * BanksPerGroup,
+  localparam int unsigned BW = $clog2(NB),
+  localparam int unsigned AW = RowW + BW + ColW
+) (
+  input  logic            clk_i,
+  input  logic            rst_ni,
+  // Requests: one burst of 256 bits each.
+  input  logic            req_valid_i,
+  output logic            req_ready_o,
+  input  logic            req_write_i,
+  input  logic [AW-1:0]   req_addr_i,   // burst address
+  input  logic [IdW-1:0]  req_id_i,
+  input  logic [255:0]    req_wdata_i,
+  input  logic [31:0]     req_wmask_i,  // byte enables
+  // Responses: read data, or the acknowledgement of a write; in order per ID.
+  output logic            rsp_valid_o,
+  input  logic            rsp_ready_i,
+  output logic            rsp_write_o,
+  output logic [IdW-1:0]  rsp_id_o,
+  output logic [255:0]    rsp_rdata_o,
+  output logic            rsp_err_o,    // uncorrectable (double-bit) ECC error in the data
+  output logic            err_mask_o,   // sticky: a write mask enabled part of a 64-bit word
+  // DRAM commands (to the device model) and read data back from it, CL cycles after RD.
+  output logic            cmd_valid_o,
+  output logic [2:0]      cmd_o,        // 0 ACT, 1 PRE, 2 RD, 3 WR, 4 REF
+  output logic [BW-1:0]   cmd_bank_o,
+  output logic [RowW-1:0] cmd_row_o,
+  output logic [ColW-1:0] cmd_col_o,
+  output logic [287:0]    cmd_wdata_o,  // four SECDED codewords
+  output logic [35:0]     cmd_wmask_o,  // byte enables of the codeword bytes
+  input  logic            rd_valid_i,
+  input  logic [287:0]    rd_data_i,
+  // Counters.
+  output logic [31:0]     cnt_reads_o, cnt_writes_o, cnt_hits_o, cnt_misses_o, cnt_conflicts_o,
+  output logic [31:0]     cnt_refreshes_o, cnt_bus_busy_o, cnt_ecc_corrected_o, cnt_ecc_fatal_o,
+  output logic [31:0]     cnt_rd_latency_sum_o, cnt_rd_latency_max_o
+);
+  localparam logic [2:0] C_ACT = 3'd0, C_PRE = 3'd1, C_RD = 3'd2, C_WR = 3'd3, C_REF = 3'd4;
+  localparam int unsigned QW = (QD > 1) ? $clog2(QD) : 1;
+  localparam int unsigned TW = 32;  // cycle counter; "earliest" times are absolute cycles
+  localparam int unsigned GW = (BankGroups > 1) ? $clog2(BankGroups) : 1;
+
+  typedef struct packed {
+    logic            valid;
+    logic            write;
+    logic [IdW-1:0]  id;
+    logic [BW-1:0]   bank;
+    logic [RowW-1:0] row;
+    logic [ColW-1:0] col;
+    logic [TW-1:0]   arrived;
+    logic            touched;  // the scheduler has issued ACT or PRE for it (not a row hit)
+    logic            conflict; // ... and the first was PRE (another row was open)
+  } entry_t;
+
+  entry_t        q_q [QD];
+  logic [255:0]  qdata_q [QD];
+  logic [31:0]   qmask_q [QD];
+  logic [TW-1:0] now_q;
+
+  // ---------------------------------------------------------------------------------------------
+  // Timing state: the earliest cycle each kind of command may issue
+  // ---------------------------------------------------------------------------------------------
+  logic [TW-1:0] b_act_q [NB], b_pre_q [NB], b_col_q [NB];     // per bank
+  logic          b_open_q [NB];
+  logic [RowW-1:0] b_row_q [NB];
+  logic [TW-1:0] g_act_q [BankGroups], g_col_q [BankGroups], g_rd_q [BankGroups];  // per group
+  logic [TW-1:0] act_q, col_q, wr_q, ref_ok_q;                 // channel-wide
+  logic [TW-1:0] faw_q [4];                                    // last four activates
+  logic [TW-1:0] bus_q;                                        // data bus free from
+  logic          bus_read_q;
+
+  function automatic logic [GW-1:0] group_of(input logic [BW-1:0] b);
+    return GW'(b / BW'(BanksPerGroup));
+  endfunction
+
+  // ---------------------------------------------------------------------------------------------
+  // Request intake: decode the address into the first free queue entry
+  // ---------------------------------------------------------------------------------------------
+  logic [QW-1:0] free_idx;
+  logic          has_free;
+  always_comb begin
+    has_free = 1'b0;
+    free_idx = '0;
+    for (int i = QD - 1; i >= 0; i--) begin
+      if (!q_q[i].valid) begin
+        has_free = 1'b1;
+        free_idx = QW'(i);
+      end
+    end
+  end
+  assign req_ready_o = has_free;
+
+  logic [BW-1:0]   in_bank;
+  logic [RowW-1:0] in_row;
+  logic [ColW-1:0] in_col;
+  always_comb begin
+    if (BankLow) begin
+      in_bank = req_addr_i[BW-1:0];
+      in_col  = req_addr_i[BW +: ColW];
+    end else begin
+      in_col  = req_addr_i[ColW-1:0];
+      in_bank = req_addr_i[ColW +: BW];
+    end
+    in_row = req_addr_i[AW-1 -: RowW];
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // Scheduling
+  // ---------------------------------------------------------------------------------------------
+  logic [$clog2(QD+1)-1:0] nwrites;
+  logic wmode_q, wmode_d;  // draining writes
+  logic [3:0] pend_ref_q, pend_ref_d;  // refreshes due
+  logic [TW-1:0] next_ref_q;
+  logic refreshing;  // closing banks for a refresh: no new activates or column commands
+
+  logic [QD-1:0] eligible, hit, can_col, older_same_id;
+  logic          any_open, all_closed_long;
+  always_comb begin
+    nwrites = '0;
+    for (int i = 0; i < QD; i++) nwrites = nwrites + ($bits(nwrites))'(q_q[i].valid && q_q[i].write);
+    wmode_d = wmode_q;
+    if (nwrites >= ($bits(nwrites))'(HiWm)) wmode_d = 1'b1;
+    else if (nwrites <= ($bits(nwrites))'(LoWm)) wmode_d = 1'b0;
+    any_open = 1'b0;
+    all_closed_long = 1'b1;  // tRP (and tRC) met on every bank: a refresh may start
+    for (int b = 0; b < NB; b++) begin
+      any_open = any_open || b_open_q[b];
+      all_closed_long = all_closed_long && (now_q >= b_act_q[b]);
+    end
+  end
+
+  // Order: an entry may go only if no older entry of its ID, and no older entry to the same
+  // address (of any ID), is waiting: per-ID response order and read-after-write hold.
+  always_comb begin
+    logic any_rd, any_wr;
+    any_rd = 1'b0;
+    any_wr = 1'b0;
+    for (int i = 0; i < QD; i++) begin
+      older_same_id[i] = 1'b0;
+      for (int j = 0; j < QD; j++) begin
+        if (j != i && q_q[j].valid && q_q[i].valid &&
+            ((q_q[j].id == q_q[i].id) ||
+             (q_q[j].bank == q_q[i].bank && q_q[j].row == q_q[i].row && q_q[j].col == q_q[i].col)) &&
+            (q_q[j].arrived < q_q[i].arrived || (q_q[j].arrived == q_q[i].arrived && j < i)))
+          older_same_id[i] = 1'b1;
+      end
+    end
+    for (int i = 0; i < QD; i++) begin
+      if (q_q[i].valid && !older_same_id[i]) begin
+        any_rd = any_rd || !q_q[i].write;
+        any_wr = any_wr || q_q[i].write;
+      end
+    end
+    for (int i = 0; i < QD; i++) begin
+      // In write mode writes go (reads too if no write can); in read mode reads (writes if none).
+      logic mode_ok;
+      mode_ok = wmode_q ? (q_q[i].write || !any_wr) : (!q_q[i].write || !any_rd);
+      eligible[i] = q_q[i].valid && !older_same_id[i] && mode_ok;
+      hit[i] = eligible[i] && b_open_q[q_q[i].bank] && (b_row_q[q_q[i].bank] == q_q[i].row);
+      if (q_q[i].write)
+        can_col[i] = hit[i] && (now_q >= b_col_q[q_q[i].bank]) && (now_q >= col_q) &&
+                     (now_q >= g_col_q[group_of(q_q[i].bank)]) && (now_q + CWL >= bus_q + (bus_read_q ? 1 : 0));
+      else
+        can_col[i] = hit[i] && (now_q >= b_col_q[q_q[i].bank]) && (now_q >= col_q) &&
+                     (now_q >= g_col_q[group_of(q_q[i].bank)]) && (now_q >= wr_q) &&
+                     (now_q >= g_rd_q[group_of(q_q[i].bank)]) && (now_q + CL >= bus_q + (bus_read_q ? 0 : 1));
+    end
+  end
+
+  // Pick: the oldest issuable hit, else work on the oldest eligible entry.
+  logic          pick_col, pick_any;
+  logic [QW-1:0] col_idx, old_idx;
+  logic          starving;
+  always_comb begin
+    pick_col = 1'b0;
+    col_idx  = '0;
+    pick_any = 1'b0;
+    old_idx  = '0;
+    for (int i = 0; i < QD; i++) begin
+      if (can_col[i] && (!pick_col || q_q[i].arrived < q_q[col_idx].arrived)) begin
+        pick_col = 1'b1;
+        col_idx  = QW'(i);
+      end
+      if (eligible[i] && (!pick_any || q_q[i].arrived < q_q[old_idx].arrived)) begin
+        pick_any = 1'b1;
+        old_idx  = QW'(i);
+      end
+    end
+    starving = pick_any && (now_q - q_q[old_idx].arrived >= TW'(StarveLimit));
+    if (starving && pick_col && col_idx != old_idx) pick_col = 1'b0;
+  end
+
+  // The command of this cycle.
+  logic          issue;
+  logic [2:0]    cmd;
+  logic [BW-1:0] cbank;
+  logic [RowW-1:0] crow;
+  logic [ColW-1:0] ccol;
+  logic [QW-1:0] served;    // queue entry completed by a column command
+  logic          serve;
+  logic [BW-1:0] pre_bank;  // a bank to close (refresh, closed page)
+  logic          pre_any;
+
+  always_comb begin
+    issue = 1'b0;
+    cmd = C_ACT;
+    cbank = '0;
+    crow = '0;
+    ccol = '0;
+    serve = 1'b0;
+    served = '0;
+    pend_ref_d = pend_ref_q + 4'(now_q == next_ref_q);
+    refreshing = (pend_ref_q != '0) && ((!pick_any) || (pend_ref_q >= 4'(MaxPostpone)));
+    pre_any = 1'b0;
+    pre_bank = '0;
+    if (refreshing) begin
+      // Close every bank, then refresh.
+      for (int b = NB - 1; b >= 0; b--) begin
+        if (b_open_q[b] && now_q >= b_pre_q[b]) begin
+          pre_any = 1'b1;
+          pre_bank = BW'(b);
+        end
+      end
+      if (pre_any) begin
+        issue = 1'b1;
+        cmd = C_PRE;
+        cbank = pre_bank;
+      end else if (!any_open && now_q >= ref_ok_q && all_closed_long) begin
+        issue = 1'b1;
+        cmd = C_REF;
+        pend_ref_d = pend_ref_d - 1'b1;
+      end
+    end else if (pick_col && col_room) begin
+      issue = 1'b1;
+      cmd = q_q[col_idx].write ? C_WR : C_RD;
+      cbank = q_q[col_idx].bank;
+      crow = q_q[col_idx].row;
+      ccol = q_q[col_idx].col;
+      serve = 1'b1;
+      served = col_idx;
+    end else if (pick_any) begin
+      cbank = q_q[old_idx].bank;
+      crow = q_q[old_idx].row;
+      if (b_open_q[cbank] && b_row_q[cbank] != crow) begin
+        if (now_q >= b_pre_q[cbank]) begin
+          issue = 1'b1;
+          cmd = C_PRE;
+        end
+      end else if (!b_open_q[cbank]) begin
+        if (now_q >= b_act_q[cbank] && now_q >= act_q && now_q >= g_act_q[group_of(cbank)] &&
+            now_q >= faw_q[0] && now_q >= ref_ok_q) begin
+          issue = 1'b1;
+          cmd = C_ACT;
+        end
+      end
+    end
+    // Closed-page policy: close an idle open bank that no queued request hits.
+    if (!issue && ClosedPage && !refreshing) begin
+      for (int b = NB - 1; b >= 0; b--) begin
+        logic wanted;
+        wanted = 1'b0;
+        for (int i = 0; i < QD; i++)
+          if (q_q[i].valid && q_q[i].bank == BW'(b) && q_q[i].row == b_row_q[b]) wanted = 1'b1;
+        if (b_open_q[b] && !wanted && now_q >= b_pre_q[b]) begin
+          issue = 1'b1;
+          cmd = C_PRE;
+          cbank = BW'(b);
+        end
+      end
+    end
+  end
+
+  assign cmd_valid_o = issue;
+  assign cmd_o       = cmd;
+  assign cmd_bank_o  = cbank;
+  assign cmd_row_o   = crow;
+  assign cmd_col_o   = ccol;
+
+  // Write data: four codewords, byte enables widened to whole codewords' bytes.
+  always_comb begin
+    for (int w = 0; w < 4; w++) begin
+      cmd_wdata_o[w * 72 +: 72] = secded64_encode(qdata_q[served][w * 64 +: 64]);
+      // A partial write would need a read-modify-write to keep ECC whole: only whole 64-bit
+      // words are written (a word with any byte enabled is written whole).
+      cmd_wmask_o[w * 9 +: 9] = (qmask_q[served][w * 8 +: 8] != '0) ? 9'h1ff : 9'h000;
+    end
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // State updates
+  // ---------------------------------------------------------------------------------------------
+  function automatic logic [TW-1:0] max2(input logic [TW-1:0] a, input logic [TW-1:0] b);
+    return (a > b) ? a : b;
+  endfunction
+
+  logic accept;
+  assign accept = req_valid_i && req_ready_o;
+
+  // Responses owed (column commands issued, responses not yet taken): column commands issue
+  // only while the response FIFO could take every owed response, so read data, which cannot be
+  // stalled, always has room.
+  localparam int unsigned RspDepth = 16;
+  logic [$clog2(RspDepth+1)-1:0] owed_q;
+  logic col_room;
+  assign col_room = (owed_q < ($bits(owed_q))'(RspDepth));
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      now_q <= TW'(1);
+      for (int i = 0; i < QD; i++) q_q[i] <= '0;
+      for (int b = 0; b < NB; b++) begin
+        b_act_q[b] <= '0; b_pre_q[b] <= '0; b_col_q[b] <= '0; b_open_q[b] <= 1'b0; b_row_q[b] <= '0;
+      end
+      for (int g = 0; g < BankGroups; g++) begin
+        g_act_q[g] <= '0; g_col_q[g] <= '0; g_rd_q[g] <= '0;
+      end
+      act_q <= '0; col_q <= '0; wr_q <= '0; ref_ok_q <= '0; bus_q <= '0;
+      bus_read_q <= 1'b1;
+      for (int k = 0; k < 4; k++) faw_q[k] <= '0;
+      wmode_q <= 1'b0;
+      pend_ref_q <= '0;
+      next_ref_q <= TW'(TREFI);
+    end else begin
+      now_q <= now_q + 1'b1;
+      wmode_q <= wmode_d;
+      pend_ref_q <= pend_ref_d;
+      if (now_q == next_ref_q) next_ref_q <= next_ref_q + TW'(TREFI);
+      if (accept) begin
+        q_q[free_idx] <= '{valid: 1'b1, write: req_write_i, id: req_id_i, bank: in_bank, row: in_row,
+                           col: in_col, arrived: now_q, touched: 1'b0, conflict: 1'b0};
+        qdata_q[free_idx] <= req_wdata_i;
+        qmask_q[free_idx] <= req_wmask_i;
+      end
+      if (serve) q_q[served].valid <= 1'b0;
+      if (issue && !refreshing && !serve && (cmd == C_ACT || cmd == C_PRE) && pick_any &&
+          cbank == q_q[old_idx].bank && !q_q[old_idx].touched) begin
+        q_q[old_idx].touched  <= 1'b1;
+        q_q[old_idx].conflict <= (cmd == C_PRE);
+      end
+      if (issue) begin
+        case (cmd)
+          C_ACT: begin
+            b_open_q[cbank] <= 1'b1;
+            b_row_q[cbank]  <= crow;
+            b_col_q[cbank]  <= now_q + TW'(TRCD);
+            b_pre_q[cbank]  <= now_q + TW'(TRAS);
+            b_act_q[cbank]  <= now_q + TW'(TRC);
+            act_q <= now_q + TW'(TRRDS);
+            g_act_q[group_of(cbank)] <= now_q + TW'(TRRDL);
+            faw_q[0] <= faw_q[1]; faw_q[1] <= faw_q[2]; faw_q[2] <= faw_q[3];
+            faw_q[3] <= now_q + TW'(TFAW);
+          end
+          C_PRE: begin
+            b_open_q[cbank] <= 1'b0;
+            b_act_q[cbank]  <= max2(b_act_q[cbank], now_q + TW'(TRP));
+          end
+          C_RD: begin
+            col_q <= now_q + TW'(TCCDS);
+            g_col_q[group_of(cbank)] <= now_q + TW'(TCCDL);
+            b_pre_q[cbank] <= max2(b_pre_q[cbank], now_q + TW'(TRTP));
+            bus_q <= now_q + TW'(CL + BurstCycles);
+            bus_read_q <= 1'b1;
+          end
+          C_WR: begin
+            col_q <= now_q + TW'(TCCDS);
+            g_col_q[group_of(cbank)] <= now_q + TW'(TCCDL);
+            b_pre_q[cbank] <= max2(b_pre_q[cbank], now_q + TW'(CWL + BurstCycles + TWR));
+            bus_q <= now_q + TW'(CWL + BurstCycles);
+            bus_read_q <= 1'b0;
+            wr_q <= now_q + TW'(CWL + BurstCycles + TWTRS);
+            g_rd_q[group_of(cbank)] <= now_q + TW'(CWL + BurstCycles + TWTRL);
+          end
+          default: begin  // REF
+            ref_ok_q <= now_q + TW'(TRFC);
+            for (int b = 0; b < NB; b++) b_act_q[b] <= max2(b_act_q[b], now_q + TW'(TRFC));
+          end
+        endcase
+      end
+    end
+  end
+
+  // Completion order = column command order: {write, id, arrived}. Read data (which arrives CL
+  // cycles after its RD, in order) waits in rdf until its entry reaches the head.
+  localparam int unsigned CQW = 1 + IdW + TW;
+  logic           cq_valid, cq_pop;
+  logic [CQW-1:0] cq_out;
+  logic           cq_write;
+  logic [IdW-1:0] cq_id;
+  logic [TW-1:0]  cq_arrived;
+  logic cq_ready, rdf_ready;
+  tp_fifo #(.Width(CQW), .Depth(RspDepth), .CheckInput(1'b0)) u_cq (
+    .clk_i,
+    .rst_ni,
+    .valid_i (serve),
+    .ready_o (cq_ready),
+    .data_i  ({q_q[served].write, q_q[served].id, q_q[served].arrived}),
+    .valid_o (cq_valid),
+    .ready_i (cq_pop),
+    .data_o  (cq_out)
+  );
+  assign {cq_write, cq_id, cq_arrived} = cq_out;
+
+  logic [255:0] rdata;
+  logic         corr, fatal;
+  always_comb begin
+    corr  = 1'b0;
+    fatal = 1'b0;
+    rdata = '0;
+    for (int w = 0; w < 4; w++) begin
+      secded_dec_t d;
+      d = secded64_decode(rd_data_i[w * 72 +: 72]);
+      rdata[w * 64 +: 64] = d.data;
+      corr  = corr | d.corrected;
+      fatal = fatal | d.fatal;
+    end
+  end
+
+  logic         rdf_valid, rdf_pop;
+  logic [256:0] rdf_out;
+  tp_fifo #(.Width(257), .Depth(RspDepth), .CheckInput(1'b0)) u_rdf (
+    .clk_i,
+    .rst_ni,
+    .valid_i (rd_valid_i),
+    .ready_o (rdf_ready),
+    .data_i  ({rdata, fatal}),
+    .valid_o (rdf_valid),
+    .ready_i (rdf_pop),
+    .data_o  (rdf_out)
+  );
+
+  logic               rsp_push, rsp_fifo_ready;
+  logic [IdW+258-1:0] rsp_in, rsp_out;
+  always_comb begin
+    rsp_push = cq_valid && (cq_write || rdf_valid);
+    cq_pop   = rsp_push;  // the FIFO has room: owed_q counts everything in it
+    rdf_pop  = rsp_push && !cq_write;
+    rsp_in   = cq_write ? {1'b1, cq_id, 256'h0, 1'b0} : {1'b0, cq_id, rdf_out};
+  end
+
+  tp_fifo #(.Width(IdW + 258), .Depth(RspDepth), .CheckInput(1'b0)) u_rsp (
+    .clk_i,
+    .rst_ni,
+    .valid_i (rsp_push),
+    .ready_o (rsp_fifo_ready),
+    .data_i  (rsp_in),
+    .valid_o (rsp_valid_o),
+    .ready_i (rsp_ready_i),
+    .data_o  (rsp_out)
+  );
+  assign {rsp_write_o, rsp_id_o, rsp_rdata_o, rsp_err_o} = rsp_out;
+
+  // ---------------------------------------------------------------------------------------------
+  // Counters
+  // ---------------------------------------------------------------------------------------------
+  logic [31:0] reads_q, writes_q, hits_q, misses_q, conflicts_q, refs_q, busy_q, corr_q, fatal_q;
+  logic [31:0] lat_sum_q, lat_max_q, lat;
+  assign lat = 32'(now_q - cq_arrived);
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      owed_q <= '0;
+      {reads_q, writes_q, hits_q, misses_q, conflicts_q, refs_q, busy_q, corr_q, fatal_q} <= '0;
+      lat_sum_q <= '0;
+      lat_max_q <= '0;
+    end else begin
+      owed_q <= owed_q + ($bits(owed_q))'(serve) - ($bits(owed_q))'(rsp_valid_o && rsp_ready_i);
+      if (serve) begin
+        reads_q     <= reads_q + 32'(!q_q[served].write);
+        writes_q    <= writes_q + 32'(q_q[served].write);
+        hits_q      <= hits_q + 32'(!q_q[served].touched);
+        misses_q    <= misses_q + 32'(q_q[served].touched && !q_q[served].conflict);
+        conflicts_q <= conflicts_q + 32'(q_q[served].conflict);
+      end
+      refs_q  <= refs_q + 32'(issue && cmd == C_REF);
+      busy_q  <= busy_q + 32'(now_q < bus_q);
+      corr_q  <= corr_q + 32'(rd_valid_i && corr);
+      fatal_q <= fatal_q + 32'(rd_valid_i && fatal);
+      if (rdf_pop) begin
+        lat_sum_q <= lat_sum_q + lat;
+        if (lat > lat_max_q) lat_max_q <= lat;
+      end
+    end
+  end
+  // ECC covers whole 64-bit words, so byte enables come in groups of 8 (no read-modify-write).
+  logic partial, err_mask_q;
+  always_comb begin
+    partial = 1'b0;
+    for (int w = 0; w < 4; w++)
+      partial = partial || ((req_wmask_i[w * 8 +: 8] != 8'h00) && (req_wmask_i[w * 8 +: 8] != 8'hff));
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) err_mask_q <= 1'b0;
+    else err_mask_q <= err_mask_q || (accept && req_write_i && partial);
+  end
+  assign err_mask_o = err_mask_q;
+
+  assign cnt_reads_o          = reads_q;
+  assign cnt_writes_o         = writes_q;
+  assign cnt_hits_o           = hits_q;
+  assign cnt_misses_o         = misses_q;
+  assign cnt_conflicts_o      = conflicts_q;
+  assign cnt_refreshes_o      = refs_q;
+  assign cnt_bus_busy_o       = busy_q;
+  assign cnt_ecc_corrected_o  = corr_q;
+  assign cnt_ecc_fatal_o      = fatal_q;
+  assign cnt_rd_latency_sum_o = lat_sum_q;
+  assign cnt_rd_latency_max_o = lat_max_q;
+
+`ifndef SYNTHESIS
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      a_rsp_room: assert (!rsp_push || rsp_fifo_ready)
+        else $error("tp_hbm_ctrl: response FIFO overflow (owed-response accounting is wrong)");
+      a_cq_room: assert (!serve || cq_ready)
+        else $error("tp_hbm_ctrl: completion queue overflow");
+      a_rdf_room: assert (!rd_valid_i || rdf_ready)
+        else $error("tp_hbm_ctrl: read data with no room (more reads in flight than owed)");
+    end
+  end
+`endif
+endmodule
