@@ -91,6 +91,65 @@ function(tp_preset_ici preset out_tag)
   set(${out_tag} ${tag} PARENT_SCOPE)
 endfunction()
 
+# The HBM controller with a preset's parameters: rtl_hbm_<preset> (class Vhbm_<preset>).
+function(tp_log2 out value)
+  set(n 0)
+  set(v ${value})
+  while(v GREATER 1)
+    math(EXPR v "${v} / 2")
+    math(EXPR n "${n} + 1")
+  endwhile()
+  set(${out} ${n} PARENT_SCOPE)
+endfunction()
+
+function(tp_hbm_params preset out)
+  set(p "")
+  foreach(pair bank_groups:BankGroups banks_per_group:BanksPerGroup queue:QD write_hi:HiWm write_lo:LoWm)
+    string(REPLACE ":" ";" kv ${pair})
+    list(GET kv 0 key)
+    list(GET kv 1 param)
+    tp_preset_get(v ${preset} hbm ${key})
+    list(APPEND p -G${param}=${v})
+  endforeach()
+  tp_preset_get(rows ${preset} hbm rows)
+  tp_preset_get(cols ${preset} hbm columns)
+  tp_log2(roww ${rows})
+  tp_log2(colw ${cols})
+  list(APPEND p -GRowW=${roww} -GColW=${colw})
+  foreach(pair closed_page:ClosedPage bank_interleave:BankLow)
+    string(REPLACE ":" ";" kv ${pair})
+    list(GET kv 0 key)
+    list(GET kv 1 param)
+    tp_preset_get(v ${preset} hbm ${key})
+    if(v)
+      list(APPEND p -G${param}=1)
+    else()
+      list(APPEND p -G${param}=0)
+    endif()
+  endforeach()
+  foreach(pair cl:CL cwl:CWL trcd:TRCD trp:TRP tras:TRAS trc:TRC tccd_s:TCCDS tccd_l:TCCDL trrd_s:TRRDS
+               trrd_l:TRRDL tfaw:TFAW twtr_s:TWTRS twtr_l:TWTRL trtp:TRTP twr:TWR trfc:TRFC trefi:TREFI)
+    string(REPLACE ":" ";" kv ${pair})
+    list(GET kv 0 key)
+    list(GET kv 1 param)
+    tp_preset_get(v ${preset} hbm timing ${key})
+    list(APPEND p -G${param}=${v})
+  endforeach()
+  set(${out} ${p} PARENT_SCOPE)
+endfunction()
+
+set(TP_RTL_HBM ${TP_RTL_COMMON} ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
+    ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm_ctrl.sv)
+
+function(tp_hbm_model preset)
+  if(TARGET rtl_hbm_${preset})
+    return()
+  endif()
+  tp_hbm_params(${preset} params)
+  tp_verilate(rtl_hbm_${preset} TOP tp_hbm_ctrl PREFIX Vhbm_${preset} SOURCES ${TP_RTL_HBM}
+              PARAMS ${params} ARGS ${TP_VERILATOR_ARGS_ICI})
+endfunction()
+
 # make lint: verilator --lint-only -Wall on every RTL top, at every preset's parameters.
 function(tp_lint_target)
   set(cmds "")
@@ -98,9 +157,7 @@ function(tp_lint_target)
        ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_unit.sv --top-module tp_fp_unit)
   list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
        ${PROJECT_SOURCE_DIR}/rtl/common/tp_ecc_unit.sv --top-module tp_ecc_unit)
-  list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_COMMON}
-       ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm_ctrl.sv
-       --top-module tp_hbm_ctrl)
+
   foreach(preset ${TP_ALL_PRESETS})
     tp_preset_get(n ${preset} mxu n)
     tp_preset_get(acc_rows ${preset} mxu acc_rows)
@@ -114,9 +171,11 @@ function(tp_lint_target)
     tp_preset_get(replay ${preset} ici replay_flits)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
+    tp_hbm_params(${preset} hbm_params)
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} --top-module tp_hbm_ctrl ${hbm_params})
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit, tp_hbm_ctrl; tp_mxu, tp_mxu_array, tp_ici_router at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl at ${TP_ALL_PRESETS})"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

@@ -18,8 +18,8 @@ module tp_hbm_ctrl
   parameter int unsigned BanksPerGroup = 4,
   parameter int unsigned RowW = 14,
   parameter int unsigned ColW = 5,          // bursts per row = 2^ColW
-  parameter bit          BankLow = 1'b0,    // address map: row|col|bank (1) or row|bank|col (0)
-  parameter bit          ClosedPage = 1'b0,
+  parameter int unsigned BankLow = 0,       // address map: row|col|bank (1) or row|bank|col (0)
+  parameter int unsigned ClosedPage = 0,
   parameter int unsigned HiWm = 6, LoWm = 2,
   parameter int unsigned StarveLimit = 64,
   parameter int unsigned MaxPostpone = 8,
@@ -124,7 +124,7 @@ module tp_hbm_ctrl
   logic [RowW-1:0] in_row;
   logic [ColW-1:0] in_col;
   always_comb begin
-    if (BankLow) begin
+    if (BankLow != 0) begin
       in_bank = req_addr_i[BW-1:0];
       in_col  = req_addr_i[BW +: ColW];
     end else begin
@@ -197,15 +197,25 @@ module tp_hbm_ctrl
     end
   end
 
-  // Pick: the oldest issuable hit, else work on the oldest eligible entry.
-  logic          pick_col, pick_any;
-  logic [QW-1:0] col_idx, old_idx;
+  // Pick: the oldest issuable hit; in a cycle without one, prepare the row of the oldest queued
+  // request that needs it (activate a closed bank, or precharge an open row no queued request
+  // wants), so that banks open in parallel with the data of other banks.
+  logic          pick_col, pick_any, pick_prep;
+  logic [QW-1:0] col_idx, old_idx, prep_idx;
   logic          starving;
+  logic [QD-1:0] wants_open;  // some queued request hits the row open in entry i's bank
   always_comb begin
-    pick_col = 1'b0;
-    col_idx  = '0;
-    pick_any = 1'b0;
-    old_idx  = '0;
+    for (int i = 0; i < QD; i++) begin
+      wants_open[i] = 1'b0;
+      for (int j = 0; j < QD; j++)
+        if (q_q[j].valid && q_q[j].bank == q_q[i].bank && q_q[j].row == b_row_q[q_q[i].bank]) wants_open[i] = 1'b1;
+    end
+    pick_col  = 1'b0;
+    col_idx   = '0;
+    pick_any  = 1'b0;
+    old_idx   = '0;
+    pick_prep = 1'b0;
+    prep_idx  = '0;
     for (int i = 0; i < QD; i++) begin
       if (can_col[i] && (!pick_col || q_q[i].arrived < q_q[col_idx].arrived)) begin
         pick_col = 1'b1;
@@ -215,9 +225,22 @@ module tp_hbm_ctrl
         pick_any = 1'b1;
         old_idx  = QW'(i);
       end
+      // Opening a row for a request that may not be served yet is safe (ordering only matters
+      // for column commands, which produce the responses), and it is what hides tRP and tRCD.
+      if (q_q[i].valid && !(b_open_q[q_q[i].bank] && b_row_q[q_q[i].bank] == q_q[i].row) &&
+          (!b_open_q[q_q[i].bank] || !wants_open[i]) &&
+          (!pick_prep || q_q[i].arrived < q_q[prep_idx].arrived)) begin
+        pick_prep = 1'b1;
+        prep_idx  = QW'(i);
+      end
     end
     starving = pick_any && (now_q - q_q[old_idx].arrived >= TW'(StarveLimit));
-    if (starving && pick_col && col_idx != old_idx) pick_col = 1'b0;
+    if (starving) begin
+      // Only the starving request may move: no hits past it, and its own row first.
+      if (pick_col && col_idx != old_idx) pick_col = 1'b0;
+      pick_prep = !hit[old_idx];
+      prep_idx  = old_idx;
+    end
   end
 
   // The command of this cycle.
@@ -268,9 +291,9 @@ module tp_hbm_ctrl
       ccol = q_q[col_idx].col;
       serve = 1'b1;
       served = col_idx;
-    end else if (pick_any) begin
-      cbank = q_q[old_idx].bank;
-      crow = q_q[old_idx].row;
+    end else if (pick_prep) begin
+      cbank = q_q[prep_idx].bank;
+      crow = q_q[prep_idx].row;
       if (b_open_q[cbank] && b_row_q[cbank] != crow) begin
         if (now_q >= b_pre_q[cbank]) begin
           issue = 1'b1;
@@ -285,7 +308,7 @@ module tp_hbm_ctrl
       end
     end
     // Closed-page policy: close an idle open bank that no queued request hits.
-    if (!issue && ClosedPage && !refreshing) begin
+    if (!issue && (ClosedPage != 0) && !refreshing) begin
       for (int b = NB - 1; b >= 0; b--) begin
         logic wanted;
         wanted = 1'b0;
@@ -362,10 +385,10 @@ module tp_hbm_ctrl
         qmask_q[free_idx] <= req_wmask_i;
       end
       if (serve) q_q[served].valid <= 1'b0;
-      if (issue && !refreshing && !serve && (cmd == C_ACT || cmd == C_PRE) && pick_any &&
-          cbank == q_q[old_idx].bank && !q_q[old_idx].touched) begin
-        q_q[old_idx].touched  <= 1'b1;
-        q_q[old_idx].conflict <= (cmd == C_PRE);
+      if (issue && !refreshing && !serve && (cmd == C_ACT || cmd == C_PRE) && pick_prep &&
+          cbank == q_q[prep_idx].bank && !q_q[prep_idx].touched) begin
+        q_q[prep_idx].touched  <= 1'b1;
+        q_q[prep_idx].conflict <= (cmd == C_PRE);
       end
       if (issue) begin
         case (cmd)

@@ -64,9 +64,68 @@ IciConfig parse_ici(const json& c, const std::string& origin, const std::string&
   return ici;
 }
 
+unsigned get_pow2(const json& obj, const std::string& key, unsigned lo, unsigned hi, const std::string& origin,
+                  const std::string& where) {
+  const unsigned v = get_uint(obj, key, lo, hi, origin, where);
+  if ((v & (v - 1)) != 0) fail(origin, where + "." + key, fmt::format("{} is not a power of two", v));
+  return v;
+}
+
+bool get_bool(const json& obj, const std::string& key, const std::string& origin, const std::string& where) {
+  if (!obj.contains(key) || !obj.at(key).is_boolean()) fail(origin, where + "." + key, "missing or not true/false");
+  return obj.at(key).get<bool>();
+}
+
+HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string& where) {
+  check_keys(c,
+             {"channels", "pseudo_channels", "bank_groups", "banks_per_group", "rows", "columns", "queue", "write_hi",
+              "write_lo", "closed_page", "bank_interleave", "timing"},
+             origin, where);
+  HbmConfig h;
+  h.channels = get_uint(c, "channels", 1, 16, origin, where);
+  h.pseudo_channels = get_uint(c, "pseudo_channels", 1, 2, origin, where);
+  h.bank_groups = get_pow2(c, "bank_groups", 1, 8, origin, where);
+  h.banks_per_group = get_pow2(c, "banks_per_group", 1, 8, origin, where);
+  h.rows = get_pow2(c, "rows", 16, 1u << 20, origin, where);
+  h.columns = get_pow2(c, "columns", 8, 128, origin, where);
+  h.queue = get_uint(c, "queue", 2, 64, origin, where);
+  h.write_hi = get_uint(c, "write_hi", 1, h.queue, origin, where);
+  h.write_lo = get_uint(c, "write_lo", 0, h.write_hi - 1, origin, where);
+  h.closed_page = get_bool(c, "closed_page", origin, where);
+  h.bank_interleave = get_bool(c, "bank_interleave", origin, where);
+  if (!c.contains("timing")) fail(origin, where + ".timing", "missing");
+  const json& t = c["timing"];
+  const std::string tw = where + ".timing";
+  check_keys(t,
+             {"cl", "cwl", "trcd", "trp", "tras", "trc", "tccd_s", "tccd_l", "trrd_s", "trrd_l", "tfaw", "twtr_s",
+              "twtr_l", "trtp", "twr", "trfc", "trefi"},
+             origin, tw);
+  auto& x = h.timing;
+  for (auto [key, field] : std::initializer_list<std::pair<const char*, unsigned*>>{{"cl", &x.cl},
+                                                                                    {"cwl", &x.cwl},
+                                                                                    {"trcd", &x.trcd},
+                                                                                    {"trp", &x.trp},
+                                                                                    {"tras", &x.tras},
+                                                                                    {"trc", &x.trc},
+                                                                                    {"tccd_s", &x.tccd_s},
+                                                                                    {"tccd_l", &x.tccd_l},
+                                                                                    {"trrd_s", &x.trrd_s},
+                                                                                    {"trrd_l", &x.trrd_l},
+                                                                                    {"tfaw", &x.tfaw},
+                                                                                    {"twtr_s", &x.twtr_s},
+                                                                                    {"twtr_l", &x.twtr_l},
+                                                                                    {"trtp", &x.trtp},
+                                                                                    {"twr", &x.twr},
+                                                                                    {"trfc", &x.trfc},
+                                                                                    {"trefi", &x.trefi}})
+    *field = get_uint(t, key, 1, 100000, origin, tw);
+  if (x.trefi <= x.trfc) fail(origin, tw + ".trefi", fmt::format("{} must exceed trfc ({})", x.trefi, x.trfc));
+  return h;
+}
+
 Preset parse_one(const std::string& name, const json& j, const std::string& origin) {
   const std::string where = "presets." + name;
-  check_keys(j, {"description", "clock_mhz", "mxu", "ici"}, origin, where);
+  check_keys(j, {"description", "clock_mhz", "mxu", "ici", "hbm"}, origin, where);
   Preset p;
   p.name = name;
   if (j.contains("description")) {
@@ -85,6 +144,8 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   p.mxu.acc_rows = get_uint(m, "acc_rows", 1, 65535, origin, where + ".mxu");
   if (!j.contains("ici")) fail(origin, where + ".ici", "missing");
   p.ici = parse_ici(j["ici"], origin, where + ".ici");
+  if (!j.contains("hbm")) fail(origin, where + ".hbm", "missing");
+  p.hbm = parse_hbm(j["hbm"], origin, where + ".hbm");
   return p;
 }
 
@@ -150,6 +211,36 @@ std::string preset_json(const Preset& p) {
             {"description", p.description},
             {"clock_mhz", p.clock_mhz},
             {"mxu", {{"n", p.mxu.n}, {"acc_rows", p.mxu.acc_rows}}},
+            {"hbm",
+             {{"channels", p.hbm.channels},
+              {"pseudo_channels", p.hbm.pseudo_channels},
+              {"bank_groups", p.hbm.bank_groups},
+              {"banks_per_group", p.hbm.banks_per_group},
+              {"rows", p.hbm.rows},
+              {"columns", p.hbm.columns},
+              {"queue", p.hbm.queue},
+              {"write_hi", p.hbm.write_hi},
+              {"write_lo", p.hbm.write_lo},
+              {"closed_page", p.hbm.closed_page},
+              {"bank_interleave", p.hbm.bank_interleave},
+              {"timing",
+               {{"cl", p.hbm.timing.cl},
+                {"cwl", p.hbm.timing.cwl},
+                {"trcd", p.hbm.timing.trcd},
+                {"trp", p.hbm.timing.trp},
+                {"tras", p.hbm.timing.tras},
+                {"trc", p.hbm.timing.trc},
+                {"tccd_s", p.hbm.timing.tccd_s},
+                {"tccd_l", p.hbm.timing.tccd_l},
+                {"trrd_s", p.hbm.timing.trrd_s},
+                {"trrd_l", p.hbm.timing.trrd_l},
+                {"tfaw", p.hbm.timing.tfaw},
+                {"twtr_s", p.hbm.timing.twtr_s},
+                {"twtr_l", p.hbm.timing.twtr_l},
+                {"trtp", p.hbm.timing.trtp},
+                {"twr", p.hbm.timing.twr},
+                {"trfc", p.hbm.timing.trfc},
+                {"trefi", p.hbm.timing.trefi}}}}},
             {"ici",
              {{"torus", {p.ici.torus_x, p.ici.torus_y}},
               {"vcs", p.ici.vcs},

@@ -29,12 +29,28 @@ struct IciConfig {
   unsigned link_latency = 1;          // cycles on the wire
 };
 
+struct HbmTimingConfig {
+  unsigned cl = 14, cwl = 4, trcd = 14, trp = 14, tras = 34, trc = 48, tccd_s = 1, tccd_l = 2, trrd_s = 4, trrd_l = 6,
+           tfaw = 30, twtr_s = 4, twtr_l = 9, trtp = 4, twr = 16, trfc = 260, trefi = 3900;
+};
+
+struct HbmConfig {
+  unsigned channels = 8, pseudo_channels = 2;        // pseudo-channels are independent controllers
+  unsigned bank_groups = 4, banks_per_group = 4;     // powers of two
+  unsigned rows = 16384, columns = 32;               // powers of two; a column is one 32-byte burst
+  unsigned queue = 16, write_hi = 12, write_lo = 4;  // request queue and write-drain watermarks
+  bool closed_page = false;
+  bool bank_interleave = true;  // address map row|column|bank (true) or row|bank|column
+  HbmTimingConfig timing;
+};
+
 struct Preset {
   std::string name;
   std::string description;
   double clock_mhz = 700.0;
   MxuConfig mxu;
   IciConfig ici;
+  HbmConfig hbm;
 };
 
 // configs/presets.json of this source tree, or $TENSORPOD_CONFIG when set.

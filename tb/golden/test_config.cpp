@@ -56,6 +56,8 @@ TEST(Config, ImpossibleValueIsNamed) {
 std::string with_ici(const std::string& key = "", const std::string& value = "") {
   auto j = nlohmann::json::parse(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":8,"acc_rows":4},
       "ici":{"torus":[4,4],"vcs":2,"buf_flits":8,"flit_bits":64,"replay_flits":16,"link_latency":1}}}})");
+  // The HBM section of the shipped small preset (the file's own values: nothing typed twice).
+  j["presets"]["a"]["hbm"] = nlohmann::json::parse(tp::preset_json(tp::load_preset("small")))["hbm"];
   if (!key.empty()) j["presets"]["a"]["ici"][key] = nlohmann::json::parse(value);
   return j.dump();
 }
@@ -68,6 +70,24 @@ TEST(Config, IciSectionIsValidated) {
   EXPECT_NE(error_of(with_ici("replay_flits", "12")).find("not a power of two"), std::string::npos);
   EXPECT_NE(error_of(with_ici("buf_flits", "0")).find("presets.a.ici.buf_flits: 0 is out of range"), std::string::npos);
   EXPECT_NE(error_of(with_ici("lanes", "1")).find("presets.a.ici.lanes: unknown key"), std::string::npos);
+}
+
+TEST(Config, HbmSectionIsValidated) {
+  auto with_hbm = [](const std::string& key, const std::string& value) {
+    auto j = nlohmann::json::parse(with_ici());
+    auto* node = &j["presets"]["a"]["hbm"];
+    if (key.rfind("timing.", 0) == 0) node = &(*node)["timing"];
+    (*node)[key.substr(key.rfind('.') + 1)] = nlohmann::json::parse(value);
+    return j.dump();
+  };
+  EXPECT_NE(error_of(with_hbm("rows", "1000")).find("presets.a.hbm.rows: 1000 is not a power of two"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_hbm("write_lo", "99")).find("presets.a.hbm.write_lo"), std::string::npos);
+  EXPECT_NE(error_of(with_hbm("timing.trefi", "10")).find("presets.a.hbm.timing.trefi: 10 must exceed trfc"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_hbm("timing.tXYZ", "1")).find("presets.a.hbm.timing.tXYZ: unknown key"), std::string::npos);
+  EXPECT_NE(error_of(with_hbm("closed_page", "1")).find("presets.a.hbm.closed_page: missing or not true/false"),
+            std::string::npos);
 }
 
 TEST(Config, BadDefaultAndBadJson) {

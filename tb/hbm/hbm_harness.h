@@ -1,0 +1,279 @@
+// Cycle-level harness: the Verilated HBM controller (one pseudo-channel) driving the golden
+// HBM device model. Every DRAM command goes through the device's timing checker (a violation
+// throws HbmViolation naming the rule, the bank and the cycle); a scoreboard checks every
+// response: read data equal to the last data written before the read was accepted, each request
+// answered once, in order per ID. Requests may carry an earliest cycle (trace replay).
+#pragma once
+
+#include <fmt/format.h>
+#include <verilated.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "hbm_device.h"
+
+namespace tp::tb {
+
+struct HbmBurst {
+  std::array<uint8_t, 32> b{};
+};
+
+struct HbmRequest {
+  bool write = false;
+  uint32_t addr = 0;  // burst address within the pseudo-channel
+  unsigned id = 0;
+  HbmBurst data;
+  uint32_t mask = ~0u;
+  uint64_t not_before = 0;  // earliest cycle to present it (trace replay)
+};
+
+inline golden::HbmTiming hbm_timing(const HbmConfig& c) {
+  golden::HbmTiming t;
+  const auto& x = c.timing;
+  t.cl = x.cl, t.cwl = x.cwl, t.trcd = x.trcd, t.trp = x.trp, t.tras = x.tras, t.trc = x.trc;
+  t.tccd_s = x.tccd_s, t.tccd_l = x.tccd_l, t.trrd_s = x.trrd_s, t.trrd_l = x.trrd_l, t.tfaw = x.tfaw;
+  t.twtr_s = x.twtr_s, t.twtr_l = x.twtr_l, t.trtp = x.trtp, t.twr = x.twr, t.trfc = x.trfc, t.trefi = x.trefi;
+  return t;
+}
+
+inline golden::HbmGeometry hbm_geometry(const HbmConfig& c) {
+  golden::HbmGeometry g;
+  g.bank_groups = c.bank_groups;
+  g.banks_per_group = c.banks_per_group;
+  g.rows = c.rows;
+  g.columns = c.columns;
+  g.burst_bytes = 36;  // 256 data bits as four 72-bit SECDED codewords
+  return g;
+}
+
+template <class Top>
+class HbmHarness {
+ public:
+  HbmHarness(const HbmConfig& cfg, uint64_t seed)
+      : cfg_(cfg), seed_(seed), rng_(seed), dev_(hbm_geometry(cfg), hbm_timing(cfg)) {
+    ctx_.randReset(2);
+    ctx_.randSeed(static_cast<int>(seed % 0x7fffffff) + 1);
+    dut_ = std::make_unique<Top>(&ctx_, "hbm");
+    dut_->rst_ni = 0;
+    dut_->req_valid_i = 0;
+    dut_->rsp_ready_i = 0;
+    dut_->rd_valid_i = 0;
+    for (int i = 0; i < 4; ++i) clock();
+    dut_->rst_ni = 1;
+    // TP_HBM_CMDLOG=<file>: write every DRAM command (cycle, command, bank, row, column).
+    if (const char* log = std::getenv("TP_HBM_CMDLOG"); log && *log) cmdlog_ = std::fopen(log, "w");
+  }
+  ~HbmHarness() {
+    if (cmdlog_) std::fclose(cmdlog_);
+    dut_->final();
+  }
+  HbmHarness(const HbmHarness&) = delete;
+  HbmHarness& operator=(const HbmHarness&) = delete;
+
+  Top& top() { return *dut_; }
+  golden::HbmDevice& device() { return dev_; }
+  uint64_t cycle() const { return cycle_; }
+  uint32_t bursts() const { return cfg_.rows * cfg_.columns * cfg_.bank_groups * cfg_.banks_per_group; }
+
+  void queue(const HbmRequest& r) {
+    if (r.addr >= bursts())
+      throw std::out_of_range(fmt::format("HBM request address {} >= {} bursts", r.addr, bursts()));
+    reqs_.push_back(r);
+  }
+
+  // Run until every queued request has its response. Throws HbmViolation on a timing violation
+  // and std::runtime_error when the controller stops moving.
+  void run(double req_gap = 0, double rsp_stall = 0, uint64_t limit = 50'000'000) {
+    std::bernoulli_distribution gap(req_gap), stall(rsp_stall);
+    uint64_t quiet = 0;
+    const uint64_t end = cycle_ + limit;
+    while (!reqs_.empty() || holding_ || outstanding_ > 0) {
+      if (++cycle_ > end) throw std::runtime_error(fmt::format("HBM: not finished after {} cycles", limit));
+      if (!holding_ && !reqs_.empty() && reqs_.front().not_before <= cycle_ && !(req_gap > 0 && gap(rng_))) {
+        present(reqs_.front());
+        holding_ = true;
+      }
+      dut_->rsp_ready_i = !(rsp_stall > 0 && stall(rng_));
+      dut_->rd_valid_i = 0;
+      if (!rd_pipe_.empty() && rd_pipe_.front().first == cycle_) {
+        const auto& d = rd_pipe_.front().second;
+        for (unsigned w = 0; w < 9; ++w) {
+          uint32_t v = 0;
+          for (unsigned k = 0; k < 4; ++k) v |= uint32_t{d[w * 4 + k]} << (8 * k);
+          dut_->rd_data_i[w] = v;
+        }
+        dut_->rd_valid_i = 1;
+        rd_pipe_.pop_front();
+      }
+      dut_->clk_i = 0;
+      dut_->eval();
+      bool moved = false;
+      if (dut_->cmd_valid_o) {
+        command();
+        moved = true;
+      }
+      if (holding_ && dut_->req_ready_o) {
+        accept(reqs_.front());
+        reqs_.pop_front();
+        holding_ = false;
+        moved = true;
+      }
+      if (dut_->rsp_valid_o && dut_->rsp_ready_i) {
+        respond();
+        moved = true;
+      }
+      dut_->clk_i = 1;
+      dut_->eval();
+      if (!holding_) dut_->req_valid_i = 0;
+      if (moved || (outstanding_ == 0 && !holding_))
+        quiet = 0;
+      else if (++quiet > 20000)
+        throw std::runtime_error(
+            fmt::format("HBM controller stuck at cycle {} ({} requests outstanding)", cycle_, outstanding_));
+    }
+  }
+
+  // Scoreboard results.
+  uint64_t reads_checked() const { return reads_checked_; }
+  uint64_t mismatches() const { return mismatches_; }
+  uint64_t fatal() const { return fatal_; }
+  const std::vector<std::string>& errors() const { return errors_; }
+  const std::vector<uint64_t>& read_latencies() const { return latencies_; }  // accept -> response
+
+ private:
+  struct Expect {
+    bool write;
+    HbmBurst data;
+    uint64_t accepted;
+  };
+
+  void clock() {
+    dut_->clk_i = 0;
+    dut_->eval();
+    dut_->clk_i = 1;
+    dut_->eval();
+  }
+
+  void present(const HbmRequest& r) {
+    dut_->req_write_i = r.write;
+    dut_->req_addr_i = r.addr;
+    dut_->req_id_i = static_cast<uint8_t>(r.id);
+    for (unsigned w = 0; w < 8; ++w) {
+      uint32_t v = 0;
+      for (unsigned k = 0; k < 4; ++k) v |= uint32_t{r.data.b[w * 4 + k]} << (8 * k);
+      dut_->req_wdata_i[w] = v;
+    }
+    dut_->req_wmask_i = r.mask;
+    dut_->req_valid_i = 1;
+  }
+
+  void command() {
+    const unsigned bank = dut_->cmd_bank_o, row = dut_->cmd_row_o, col = dut_->cmd_col_o;
+    if (cmdlog_)
+      fmt::print(cmdlog_, "{} {} bank {} row {} col {}\n", cycle_,
+                 std::string_view("ACT PRE RD  WR  REF ").substr(4 * dut_->cmd_o, 3), bank, row, col);
+    switch (dut_->cmd_o) {
+      case 0:
+        dev_.activate(cycle_, bank, row);
+        break;
+      case 1:
+        dev_.precharge(cycle_, bank);
+        break;
+      case 2:
+        rd_pipe_.push_back({cycle_ + dev_.timing().cl, dev_.read(cycle_, bank, col)});
+        break;
+      case 3: {
+        std::vector<uint8_t> d(36);
+        for (unsigned i = 0; i < 36; ++i) d[i] = static_cast<uint8_t>(dut_->cmd_wdata_o[i / 4] >> (8 * (i % 4)));
+        uint64_t mask = 0;
+        for (unsigned i = 0; i < 36; ++i) mask |= uint64_t{(dut_->cmd_wmask_o >> i) & 1u} << i;
+        dev_.write(cycle_, bank, col, d, mask);
+        break;
+      }
+      case 4:
+        dev_.refresh(cycle_);
+        break;
+      default:
+        throw std::runtime_error(fmt::format("HBM controller issued unknown command {}", dut_->cmd_o));
+    }
+  }
+
+  void accept(const HbmRequest& r) {
+    Expect e{r.write, {}, cycle_};
+    if (r.write) {
+      auto& m = shadow_[r.addr];
+      for (unsigned w = 0; w < 4; ++w)
+        if ((r.mask >> (w * 8)) & 0xffu)
+          for (unsigned k = 0; k < 8; ++k) m.b[w * 8 + k] = r.data.b[w * 8 + k];
+    } else if (auto it = shadow_.find(r.addr); it != shadow_.end()) {
+      e.data = it->second;
+    }
+    per_id_[r.id].push_back(e);
+    ++outstanding_;
+  }
+
+  void error(std::string msg) {
+    if (errors_.size() < 10) errors_.push_back(fmt::format("cycle {}: {} (seed {})", cycle_, std::move(msg), seed_));
+  }
+
+  void respond() {
+    const unsigned id = dut_->rsp_id_o;
+    auto& q = per_id_[id];
+    if (q.empty()) {
+      error(fmt::format("response for id {} with nothing outstanding", id));
+      return;
+    }
+    const Expect e = q.front();
+    q.pop_front();
+    --outstanding_;
+    if (static_cast<bool>(dut_->rsp_write_o) != e.write) {
+      error(fmt::format("id {}: a {} response where a {} was due (out of order)", id,
+                        dut_->rsp_write_o ? "write" : "read", e.write ? "write" : "read"));
+      return;
+    }
+    if (e.write) return;
+    ++reads_checked_;
+    latencies_.push_back(cycle_ - e.accepted);
+    if (dut_->rsp_err_o) {
+      ++fatal_;
+      return;
+    }
+    for (unsigned i = 0; i < 32; ++i) {
+      const auto got = static_cast<uint8_t>(dut_->rsp_rdata_o[i / 4] >> (8 * (i % 4)));
+      if (got != e.data.b[i]) {
+        ++mismatches_;
+        error(fmt::format("read for id {}: byte {} = {:#04x}, expected {:#04x}", id, i, got, e.data.b[i]));
+        break;
+      }
+    }
+  }
+
+  HbmConfig cfg_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  golden::HbmDevice dev_;
+  VerilatedContext ctx_;
+  std::unique_ptr<Top> dut_;
+  uint64_t cycle_ = 0, outstanding_ = 0, reads_checked_ = 0, mismatches_ = 0, fatal_ = 0;
+  bool holding_ = false;
+  std::deque<HbmRequest> reqs_;
+  std::deque<std::pair<uint64_t, std::vector<uint8_t>>> rd_pipe_;
+  std::map<uint32_t, HbmBurst> shadow_;
+  std::map<unsigned, std::deque<Expect>> per_id_;
+  std::vector<std::string> errors_;
+  std::vector<uint64_t> latencies_;
+  std::FILE* cmdlog_ = nullptr;
+};
+
+}  // namespace tp::tb
