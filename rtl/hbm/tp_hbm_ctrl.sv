@@ -62,7 +62,8 @@ module tp_hbm_ctrl
   input  logic [287:0]    rd_data_i,
   // Counters.
   output logic [31:0]     cnt_reads_o, cnt_writes_o, cnt_hits_o, cnt_misses_o, cnt_conflicts_o,
-  output logic [31:0]     cnt_refreshes_o, cnt_bus_busy_o, cnt_ecc_corrected_o, cnt_ecc_fatal_o,
+  output logic [31:0]     cnt_refreshes_o, cnt_ecc_corrected_o, cnt_ecc_fatal_o,
+  output logic [31:0]     cnt_bus_busy_o,  // data-bus cycles used (BurstCycles per RD or WR)
   output logic [31:0]     cnt_rd_latency_sum_o, cnt_rd_latency_max_o
 );
   localparam logic [2:0] C_ACT = 3'd0, C_PRE = 3'd1, C_RD = 3'd2, C_WR = 3'd3, C_REF = 3'd4;
@@ -151,12 +152,33 @@ module tp_hbm_ctrl
     wmode_d = wmode_q;
     if (nwrites >= ($bits(nwrites))'(HiWm)) wmode_d = 1'b1;
     else if (nwrites <= ($bits(nwrites))'(LoWm)) wmode_d = 1'b0;
+    // A request of the other kind that has waited StarveLimit cycles turns the mode round, so
+    // neither reads nor writes wait forever behind a stream of the other.
+    if (mode_starving) wmode_d = q_q[mode_old_idx].write;
     any_open = 1'b0;
     all_closed_long = 1'b1;  // tRP (and tRC) met on every bank: a refresh may start
     for (int b = 0; b < NB; b++) begin
       any_open = any_open || b_open_q[b];
       all_closed_long = all_closed_long && (now_q >= b_act_q[b]);
     end
+  end
+
+  // The oldest request its order lets go, whatever the read/write mode (for the mode's
+  // starvation bound).
+  logic          mode_starving;
+  logic [QW-1:0] mode_old_idx;
+  always_comb begin
+    logic found;
+    found        = 1'b0;
+    mode_old_idx = '0;
+    for (int i = 0; i < QD; i++) begin
+      if (q_q[i].valid && !older_same_id[i] && (!found || q_q[i].arrived < q_q[mode_old_idx].arrived)) begin
+        found        = 1'b1;
+        mode_old_idx = QW'(i);
+      end
+    end
+    mode_starving = found && (now_q - q_q[mode_old_idx].arrived >= TW'(StarveLimit)) &&
+                    (q_q[mode_old_idx].write != wmode_q);
   end
 
   // Order: an entry may go only if no older entry of its ID, and no older entry to the same
@@ -524,7 +546,7 @@ module tp_hbm_ctrl
         conflicts_q <= conflicts_q + 32'(q_q[served].conflict);
       end
       refs_q  <= refs_q + 32'(issue && cmd == C_REF);
-      busy_q  <= busy_q + 32'(now_q < bus_q);
+      busy_q  <= busy_q + ((issue && (cmd == C_RD || cmd == C_WR)) ? 32'(BurstCycles) : 32'h0);
       corr_q  <= corr_q + 32'(rd_valid_i && corr);
       fatal_q <= fatal_q + 32'(rd_valid_i && fatal);
       if (rdf_pop) begin

@@ -3,8 +3,8 @@
 // allocates nothing up front); and a timing checker that tests every command against the JEDEC
 // constraints and names the rule, the bank and the cycle of any violation.
 //
-// This is the device side that the HBM controller (rtl/hbm, not built yet) will drive; it is
-// pure C++ so that controller tests can use it as their DRAM and as their timing oracle.
+// This is the device side that the HBM controller (rtl/hbm/tp_hbm_ctrl.sv) drives in its tests
+// (tb/hbm): pure C++, their DRAM and their timing oracle.
 #pragma once
 
 #include <array>

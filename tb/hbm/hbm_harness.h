@@ -61,7 +61,7 @@ template <class Top>
 class HbmHarness {
  public:
   HbmHarness(const HbmConfig& cfg, uint64_t seed)
-      : cfg_(cfg), seed_(seed), rng_(seed), dev_(hbm_geometry(cfg), hbm_timing(cfg)) {
+      : cfg_(cfg), seed_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), dev_(hbm_geometry(cfg), hbm_timing(cfg)) {
     ctx_.randReset(2);
     ctx_.randSeed(static_cast<int>(seed % 0x7fffffff) + 1);
     dut_ = std::make_unique<Top>(&ctx_, "hbm");
@@ -150,6 +150,7 @@ class HbmHarness {
   uint64_t fatal() const { return fatal_; }
   const std::vector<std::string>& errors() const { return errors_; }
   const std::vector<uint64_t>& read_latencies() const { return latencies_; }  // accept -> response
+  const std::vector<uint64_t>& write_latencies() const { return write_latencies_; }
 
  private:
   struct Expect {
@@ -242,7 +243,10 @@ class HbmHarness {
                         dut_->rsp_write_o ? "write" : "read", e.write ? "write" : "read"));
       return;
     }
-    if (e.write) return;
+    if (e.write) {
+      write_latencies_.push_back(cycle_ - e.accepted);
+      return;
+    }
     ++reads_checked_;
     latencies_.push_back(cycle_ - e.accepted);
     if (dut_->rsp_err_o) {
@@ -272,7 +276,7 @@ class HbmHarness {
   std::map<uint32_t, HbmBurst> shadow_;
   std::map<unsigned, std::deque<Expect>> per_id_;
   std::vector<std::string> errors_;
-  std::vector<uint64_t> latencies_;
+  std::vector<uint64_t> latencies_, write_latencies_;
   std::FILE* cmdlog_ = nullptr;
 };
 

@@ -136,6 +136,18 @@ TEST_F(Hbm, RefreshUnderLoadIsNeverStarved) {
   EXPECT_GE(h_->top().cnt_refreshes_o, 12u);
 }
 
+TEST_F(Hbm, FewWritesAreNotStarvedByAReadStream) {
+  // Fewer writes than the high watermark, then a long stream of row-hit reads: the writes must
+  // not wait for the stream to end (the starvation bound turns the read/write mode round).
+  for (unsigned i = 0; i < 2; ++i) h_->queue({true, addr(i, 5, 0), 8 + i, random_burst(), ~0u, 0});
+  for (unsigned i = 0; i < 3000; ++i)
+    h_->queue({false, addr(i % banks(), 0, (i / banks()) % cfg_.columns), i % 8, {}, 0, 0});
+  ASSERT_NO_THROW(h_->run());
+  expect_clean();
+  ASSERT_EQ(h_->write_latencies().size(), 2u);
+  for (auto l : h_->write_latencies()) EXPECT_LT(l, 1000u) << "a write waited behind the whole read stream";
+}
+
 TEST_F(Hbm, SingleBitErrorsAreCorrectedDoubleBitErrorsReported) {
   const HbmBurst d = random_burst();
   for (unsigned c = 0; c < 8; ++c) h_->queue({true, addr(0, 0, c), 0, d, ~0u, 0});
