@@ -21,7 +21,7 @@ module tp_hbm_ctrl
   parameter int unsigned BankLow = 0,       // address map: row|col|bank (1) or row|bank|col (0)
   parameter int unsigned ClosedPage = 0,
   parameter int unsigned HiWm = 6, LoWm = 2,
-  parameter int unsigned StarveLimit = 64,
+  parameter int unsigned StarveLimit = 512,  // cycles; long enough not to break write batches
   parameter int unsigned MaxPostpone = 8,
   // Timing (controller cycles).
   parameter int unsigned CL = 14, CWL = 4, TRCD = 14, TRP = 14, TRAS = 34, TRC = 48,
@@ -152,8 +152,8 @@ module tp_hbm_ctrl
     wmode_d = wmode_q;
     if (nwrites >= ($bits(nwrites))'(HiWm)) wmode_d = 1'b1;
     else if (nwrites <= ($bits(nwrites))'(LoWm)) wmode_d = 1'b0;
-    // A request of the other kind that has waited StarveLimit cycles turns the mode round, so
-    // neither reads nor writes wait forever behind a stream of the other.
+    // While the oldest request has waited StarveLimit cycles, the mode is its kind: neither
+    // reads nor writes wait forever behind a stream of the other.
     if (mode_starving) wmode_d = q_q[mode_old_idx].write;
     any_open = 1'b0;
     all_closed_long = 1'b1;  // tRP (and tRC) met on every bank: a refresh may start
@@ -177,8 +177,7 @@ module tp_hbm_ctrl
         mode_old_idx = QW'(i);
       end
     end
-    mode_starving = found && (now_q - q_q[mode_old_idx].arrived >= TW'(StarveLimit)) &&
-                    (q_q[mode_old_idx].write != wmode_q);
+    mode_starving = found && (now_q - q_q[mode_old_idx].arrived >= TW'(StarveLimit));
   end
 
   // Order: an entry may go only if no older entry of its ID, and no older entry to the same
