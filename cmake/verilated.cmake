@@ -141,6 +141,20 @@ endfunction()
 set(TP_RTL_HBM ${TP_RTL_COMMON} ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
     ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm_ctrl.sv)
 
+# The whole subsystem (channels x pseudo-channels controllers): rtl_hbmsys_<preset>.
+function(tp_hbm_system_model preset)
+  if(TARGET rtl_hbmsys_${preset})
+    return()
+  endif()
+  tp_hbm_params(${preset} params)
+  tp_preset_get(ch ${preset} hbm channels)
+  tp_preset_get(pc ${preset} hbm pseudo_channels)
+  math(EXPR nc "${ch} * ${pc}")
+  tp_verilate(rtl_hbmsys_${preset} TOP tp_hbm PREFIX Vhbmsys_${preset}
+              SOURCES ${TP_RTL_HBM} ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm.sv
+              PARAMS ${params} -GNC=${nc} ARGS ${TP_VERILATOR_ARGS_ICI})
+endfunction()
+
 function(tp_hbm_model preset)
   if(TARGET rtl_hbm_${preset})
     return()
@@ -173,9 +187,14 @@ function(tp_lint_target)
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
     tp_hbm_params(${preset} hbm_params)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} --top-module tp_hbm_ctrl ${hbm_params})
+    tp_preset_get(ch ${preset} hbm channels)
+    tp_preset_get(pc ${preset} hbm pseudo_channels)
+    math(EXPR nc "${ch} * ${pc}")
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv
+         ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm.sv --top-module tp_hbm ${hbm_params} -GNC=${nc})
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm at ${TP_ALL_PRESETS})"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

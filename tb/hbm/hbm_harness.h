@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <verilated.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.h"
@@ -57,18 +59,27 @@ inline golden::HbmGeometry hbm_geometry(const HbmConfig& c) {
   return g;
 }
 
+// Top is one controller (tp_hbm_ctrl, scalar DRAM ports, one device) or the subsystem (tp_hbm,
+// one DRAM interface and one device per pseudo-channel: channels x pseudo_channels).
 template <class Top>
 class HbmHarness {
  public:
+  static constexpr bool kMulti = requires(Top t) { t.cmd_valid_o[0]; };
+
   HbmHarness(const HbmConfig& cfg, uint64_t seed)
-      : cfg_(cfg), seed_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), dev_(hbm_geometry(cfg), hbm_timing(cfg)) {
+      : cfg_(cfg),
+        seed_(seed),
+        rng_(seed ^ 0x9e3779b97f4a7c15ull),
+        nc_(kMulti ? cfg.channels * cfg.pseudo_channels : 1),
+        rd_pipe_(nc_) {
+    for (unsigned c = 0; c < nc_; ++c) devs_.emplace_back(hbm_geometry(cfg), hbm_timing(cfg));
     ctx_.randReset(2);
     ctx_.randSeed(static_cast<int>(seed % 0x7fffffff) + 1);
     dut_ = std::make_unique<Top>(&ctx_, "hbm");
     dut_->rst_ni = 0;
     dut_->req_valid_i = 0;
     dut_->rsp_ready_i = 0;
-    dut_->rd_valid_i = 0;
+    for (unsigned c = 0; c < nc_; ++c) port(dut_->rd_valid_i, c) = 0;
     for (int i = 0; i < 4; ++i) clock();
     dut_->rst_ni = 1;
     // TP_HBM_CMDLOG=<file>: write every DRAM command (cycle, command, bank, row, column).
@@ -82,9 +93,10 @@ class HbmHarness {
   HbmHarness& operator=(const HbmHarness&) = delete;
 
   Top& top() { return *dut_; }
-  golden::HbmDevice& device() { return dev_; }
+  golden::HbmDevice& device(unsigned c = 0) { return devs_.at(c); }
+  unsigned channels() const { return nc_; }
   uint64_t cycle() const { return cycle_; }
-  uint32_t bursts() const { return cfg_.rows * cfg_.columns * cfg_.bank_groups * cfg_.banks_per_group; }
+  uint32_t bursts() const { return nc_ * cfg_.rows * cfg_.columns * cfg_.bank_groups * cfg_.banks_per_group; }
 
   void queue(const HbmRequest& r) {
     if (r.addr >= bursts())
@@ -94,7 +106,7 @@ class HbmHarness {
 
   // Run until every queued request has its response. Throws HbmViolation on a timing violation
   // and std::runtime_error when the controller stops moving.
-  void run(double req_gap = 0, double rsp_stall = 0, uint64_t limit = 50'000'000) {
+  void run(double req_gap = 0, double rsp_stall = 0, uint64_t limit = 5'000'000) {
     std::bernoulli_distribution gap(req_gap), stall(rsp_stall);
     uint64_t quiet = 0;
     const uint64_t end = cycle_ + limit;
@@ -105,24 +117,27 @@ class HbmHarness {
         holding_ = true;
       }
       dut_->rsp_ready_i = !(rsp_stall > 0 && stall(rng_));
-      dut_->rd_valid_i = 0;
-      if (!rd_pipe_.empty() && rd_pipe_.front().first == cycle_) {
-        const auto& d = rd_pipe_.front().second;
-        for (unsigned w = 0; w < 9; ++w) {
-          uint32_t v = 0;
-          for (unsigned k = 0; k < 4; ++k) v |= uint32_t{d[w * 4 + k]} << (8 * k);
-          dut_->rd_data_i[w] = v;
+      for (unsigned c = 0; c < nc_; ++c) {
+        port(dut_->rd_valid_i, c) = 0;
+        auto& pipe = rd_pipe_[c];
+        if (!pipe.empty() && pipe.front().first == cycle_) {
+          const auto& d = pipe.front().second;
+          auto& data = port(dut_->rd_data_i, c);
+          for (unsigned w = 0; w < 9; ++w) {
+            uint32_t v = 0;
+            for (unsigned k = 0; k < 4; ++k) v |= uint32_t{d[w * 4 + k]} << (8 * k);
+            data[w] = v;
+          }
+          port(dut_->rd_valid_i, c) = 1;
+          pipe.pop_front();
         }
-        dut_->rd_valid_i = 1;
-        rd_pipe_.pop_front();
       }
       dut_->clk_i = 0;
       dut_->eval();
+      for (unsigned c = 0; c < nc_; ++c)
+        if (port(dut_->cmd_valid_o, c)) command(c);
+      // Progress is a request accepted or answered (DRAM commands alone, e.g. refreshes, are not).
       bool moved = false;
-      if (dut_->cmd_valid_o) {
-        command();
-        moved = true;
-      }
       if (holding_ && dut_->req_ready_o) {
         accept(reqs_.front());
         reqs_.pop_front();
@@ -179,34 +194,48 @@ class HbmHarness {
     dut_->req_valid_i = 1;
   }
 
-  void command() {
-    const unsigned bank = dut_->cmd_bank_o, row = dut_->cmd_row_o, col = dut_->cmd_col_o;
+  // Port p of pseudo-channel c: an element of an unpacked array on tp_hbm, the port itself on
+  // one controller.
+  template <class P>
+  static auto& port(P& p, unsigned c) {
+    if constexpr (kMulti)
+      return p[c];
+    else
+      return p;
+  }
+
+  void command(unsigned c) {
+    auto& dev = devs_[c];
+    const unsigned bank = port(dut_->cmd_bank_o, c), row = port(dut_->cmd_row_o, c), col = port(dut_->cmd_col_o, c);
+    const unsigned op = port(dut_->cmd_o, c);
     if (cmdlog_)
-      fmt::print(cmdlog_, "{} {} bank {} row {} col {}\n", cycle_,
-                 std::string_view("ACT PRE RD  WR  REF ").substr(4 * dut_->cmd_o, 3), bank, row, col);
-    switch (dut_->cmd_o) {
+      fmt::print(cmdlog_, "{} pc {} {} bank {} row {} col {}\n", cycle_, c,
+                 std::string_view("ACT PRE RD  WR  REF ").substr(4 * std::min(op, 5u), 3), bank, row, col);
+    switch (op) {
       case 0:
-        dev_.activate(cycle_, bank, row);
+        dev.activate(cycle_, bank, row);
         break;
       case 1:
-        dev_.precharge(cycle_, bank);
+        dev.precharge(cycle_, bank);
         break;
       case 2:
-        rd_pipe_.push_back({cycle_ + dev_.timing().cl, dev_.read(cycle_, bank, col)});
+        rd_pipe_[c].push_back({cycle_ + dev.timing().cl, dev.read(cycle_, bank, col)});
         break;
       case 3: {
+        const auto& wd = port(dut_->cmd_wdata_o, c);
+        const uint64_t wm = port(dut_->cmd_wmask_o, c);
         std::vector<uint8_t> d(36);
-        for (unsigned i = 0; i < 36; ++i) d[i] = static_cast<uint8_t>(dut_->cmd_wdata_o[i / 4] >> (8 * (i % 4)));
+        for (unsigned i = 0; i < 36; ++i) d[i] = static_cast<uint8_t>(wd[i / 4] >> (8 * (i % 4)));
         uint64_t mask = 0;
-        for (unsigned i = 0; i < 36; ++i) mask |= uint64_t{(dut_->cmd_wmask_o >> i) & 1u} << i;
-        dev_.write(cycle_, bank, col, d, mask);
+        for (unsigned i = 0; i < 36; ++i) mask |= ((wm >> i) & 1u) << i;
+        dev.write(cycle_, bank, col, d, mask);
         break;
       }
       case 4:
-        dev_.refresh(cycle_);
+        dev.refresh(cycle_);
         break;
       default:
-        throw std::runtime_error(fmt::format("HBM controller issued unknown command {}", dut_->cmd_o));
+        throw std::runtime_error(fmt::format("HBM controller {} issued unknown command {}", c, op));
     }
   }
 
@@ -266,13 +295,14 @@ class HbmHarness {
   HbmConfig cfg_;
   uint64_t seed_;
   std::mt19937_64 rng_;
-  golden::HbmDevice dev_;
+  unsigned nc_;
+  std::vector<golden::HbmDevice> devs_;
   VerilatedContext ctx_;
   std::unique_ptr<Top> dut_;
   uint64_t cycle_ = 0, outstanding_ = 0, reads_checked_ = 0, mismatches_ = 0, fatal_ = 0;
   bool holding_ = false;
   std::deque<HbmRequest> reqs_;
-  std::deque<std::pair<uint64_t, std::vector<uint8_t>>> rd_pipe_;
+  std::vector<std::deque<std::pair<uint64_t, std::vector<uint8_t>>>> rd_pipe_;
   std::map<uint32_t, HbmBurst> shadow_;
   std::map<unsigned, std::deque<Expect>> per_id_;
   std::vector<std::string> errors_;
