@@ -264,6 +264,14 @@ module tp_hbm_ctrl
     end
   end
 
+  // Banks whose open row some queued request wants (the closed-page policy keeps those open).
+  logic [NB-1:0] bank_wanted;
+  always_comb begin
+    bank_wanted = '0;
+    for (int i = 0; i < QD; i++)
+      if (q_q[i].valid && q_q[i].row == b_row_q[q_q[i].bank]) bank_wanted[q_q[i].bank] = 1'b1;
+  end
+
   // The command of this cycle.
   logic          issue;
   logic [2:0]    cmd;
@@ -331,11 +339,7 @@ module tp_hbm_ctrl
     // Closed-page policy: close an idle open bank that no queued request hits.
     if (!issue && (ClosedPage != 0) && !refreshing) begin
       for (int b = NB - 1; b >= 0; b--) begin
-        logic wanted;
-        wanted = 1'b0;
-        for (int i = 0; i < QD; i++)
-          if (q_q[i].valid && q_q[i].bank == BW'(b) && q_q[i].row == b_row_q[b]) wanted = 1'b1;
-        if (b_open_q[b] && !wanted && now_q >= b_pre_q[b]) begin
+        if (b_open_q[b] && !bank_wanted[b] && now_q >= b_pre_q[b]) begin
           issue = 1'b1;
           cmd = C_PRE;
           cbank = BW'(b);
