@@ -8,23 +8,16 @@
 
 #include TP_HBM_HEADER
 #include "config.h"
-#include "hbm_harness.h"
+#include "hbm_fixture.h"
 #include "tb_util.h"
 
 namespace {
 
 using tp::tb::HbmBurst;
 using tp::tb::HbmRequest;
-using Harness = tp::tb::HbmHarness<TP_HBM_CLASS>;
 
-class Hbm : public ::testing::Test {
+class Hbm : public tp::tb::HbmTest<TP_HBM_CLASS> {
  protected:
-  void SetUp() override {
-    cfg_ = tp::load_preset(TP_PRESET).hbm;
-    seed_ = tp::tb::test_seed(tp::tb::current_test_name());
-    rng_.seed(seed_);
-    h_ = std::make_unique<Harness>(cfg_, seed_);
-  }
   unsigned banks() const { return cfg_.bank_groups * cfg_.banks_per_group; }
   // Burst address of (bank, row, column) under the preset's address map.
   uint32_t addr(unsigned bank, unsigned row, unsigned col) const {
@@ -43,11 +36,6 @@ class Hbm : public ::testing::Test {
     ASSERT_NO_THROW(h_->device().check_refresh(h_->cycle()));
     EXPECT_GE(h_->top().cnt_refreshes_o + 8, h_->cycle() / cfg_.timing.trefi) << "refresh starved";
   }
-
-  tp::HbmConfig cfg_;
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Harness> h_;
 };
 
 TEST_F(Hbm, RandomTrafficObeysTimingAndReturnsTheLastWrite) {

@@ -8,26 +8,12 @@
 
 #include TP_HBM_SYS_HEADER
 #include "config.h"
-#include "hbm_harness.h"
+#include "hbm_fixture.h"
 #include "tb_util.h"
 
 namespace {
 
-using Harness = tp::tb::HbmHarness<TP_HBM_SYS_CLASS>;
-
-class HbmSystem : public ::testing::Test {
- protected:
-  void SetUp() override {
-    cfg_ = tp::load_preset(TP_PRESET).hbm;
-    seed_ = tp::tb::test_seed(tp::tb::current_test_name());
-    rng_.seed(seed_);
-    h_ = std::make_unique<Harness>(cfg_, seed_);
-  }
-  tp::HbmConfig cfg_;
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Harness> h_;
-};
+using HbmSystem = tp::tb::HbmTest<TP_HBM_SYS_CLASS>;
 
 TEST_F(HbmSystem, TrafficOverEveryPseudoChannelInOrderPerId) {
   ASSERT_GE(h_->channels(), 2u) << "the test preset should have several pseudo-channels";

@@ -198,7 +198,6 @@ class IciNetwork {
 
   // One clock cycle of the whole network.
   void step() {
-    const unsigned kx = opt_.torus.kx;
     // Wires and injection into every router.
     for (unsigned i = 0; i < nodes_.size(); ++i) {
       Node& nd = nodes_[i];
@@ -258,7 +257,6 @@ class IciNetwork {
         nd.rev[p].push_back(v);
       }
     }
-    (void)kx;
     ++cycle_;
     if (progress || outstanding_ == 0)
       quiet_ = 0;
