@@ -125,7 +125,7 @@ HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string&
 
 Preset parse_one(const std::string& name, const json& j, const std::string& origin) {
   const std::string where = "presets." + name;
-  check_keys(j, {"description", "clock_mhz", "mxu", "ici", "hbm"}, origin, where);
+  check_keys(j, {"description", "clock_mhz", "mxu", "chip", "ici", "hbm"}, origin, where);
   Preset p;
   p.name = name;
   if (j.contains("description")) {
@@ -142,6 +142,22 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   check_keys(m, {"n", "acc_rows"}, origin, where + ".mxu");
   p.mxu.n = get_uint(m, "n", 2, 256, origin, where + ".mxu");
   p.mxu.acc_rows = get_uint(m, "acc_rows", 1, 65535, origin, where + ".mxu");
+  if (!j.contains("chip")) fail(origin, where + ".chip", "missing");
+  const json& c = j["chip"];
+  const std::string cw = where + ".chip";
+  check_keys(c, {"vmem_rows", "vmem_banks", "imem_words", "queue", "mem_latency", "hbm_beats"}, origin, cw);
+  p.chip.vmem_rows = get_uint(c, "vmem_rows", 16, 1u << 20, origin, cw);
+  p.chip.vmem_banks = get_uint(c, "vmem_banks", 1, 64, origin, cw);
+  p.chip.imem_words = get_uint(c, "imem_words", 16, 1u << 20, origin, cw);
+  p.chip.queue = get_uint(c, "queue", 2, 64, origin, cw);
+  p.chip.mem_latency = get_uint(c, "mem_latency", 1, 1000, origin, cw);
+  p.chip.hbm_beats = get_uint(c, "hbm_beats", 16, 0xffffffffu, origin, cw);
+  if (p.chip.vmem_rows % p.chip.vmem_banks != 0)
+    fail(origin, cw + ".vmem_rows",
+         fmt::format("{} is not a multiple of vmem_banks ({})", p.chip.vmem_rows, p.chip.vmem_banks));
+  if (p.chip.vmem_rows < 2 * p.mxu.n)
+    fail(origin, cw + ".vmem_rows", fmt::format("{} is less than two weight tiles (2 x mxu.n = {})", p.chip.vmem_rows,
+                                               2 * p.mxu.n));
   if (!j.contains("ici")) fail(origin, where + ".ici", "missing");
   p.ici = parse_ici(j["ici"], origin, where + ".ici");
   if (!j.contains("hbm")) fail(origin, where + ".hbm", "missing");
@@ -211,6 +227,13 @@ std::string preset_json(const Preset& p) {
             {"description", p.description},
             {"clock_mhz", p.clock_mhz},
             {"mxu", {{"n", p.mxu.n}, {"acc_rows", p.mxu.acc_rows}}},
+            {"chip",
+             {{"vmem_rows", p.chip.vmem_rows},
+              {"vmem_banks", p.chip.vmem_banks},
+              {"imem_words", p.chip.imem_words},
+              {"queue", p.chip.queue},
+              {"mem_latency", p.chip.mem_latency},
+              {"hbm_beats", p.chip.hbm_beats}}},
             {"hbm",
              {{"channels", p.hbm.channels},
               {"pseudo_channels", p.hbm.pseudo_channels},

@@ -2,6 +2,7 @@
 // CMake reads the RTL parameters from the same file; programs load and validate it here.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,16 @@ struct HbmConfig {
   HbmTimingConfig timing;
 };
 
+// The single chip (docs/chip.md). VMEM rows and HBM beats are mxu.n lanes x 32 bits wide.
+struct ChipConfig {
+  unsigned vmem_rows = 4096;     // vector memory rows
+  unsigned vmem_banks = 4;       // row r lives in bank r % vmem_banks
+  unsigned imem_words = 8192;    // instruction memory (128-bit instructions)
+  unsigned queue = 8;            // entries per unit queue
+  unsigned mem_latency = 20;     // the simple memory model's read latency (cycles)
+  uint64_t hbm_beats = 262144;   // memory size in beats (one beat = one VMEM row of bytes)
+};
+
 struct Preset {
   std::string name;
   std::string description;
@@ -51,7 +62,9 @@ struct Preset {
   MxuConfig mxu;
   IciConfig ici;
   HbmConfig hbm;
+  ChipConfig chip;
 };
+
 
 // configs/presets.json of this source tree, or $TENSORPOD_CONFIG when set.
 std::filesystem::path default_config_path();

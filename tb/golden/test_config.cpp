@@ -57,7 +57,9 @@ std::string with_ici(const std::string& key = "", const std::string& value = "")
   auto j = nlohmann::json::parse(R"({"default":"a","presets":{"a":{"clock_mhz":1,"mxu":{"n":8,"acc_rows":4},
       "ici":{"torus":[4,4],"vcs":2,"buf_flits":8,"flit_bits":64,"replay_flits":16,"link_latency":1}}}})");
   // The HBM section of the shipped small preset (the file's own values: nothing typed twice).
-  j["presets"]["a"]["hbm"] = nlohmann::json::parse(tp::preset_json(tp::load_preset("small")))["hbm"];
+  const auto small = nlohmann::json::parse(tp::preset_json(tp::load_preset("small")));
+  j["presets"]["a"]["hbm"] = small["hbm"];
+  j["presets"]["a"]["chip"] = small["chip"];
   if (!key.empty()) j["presets"]["a"]["ici"][key] = nlohmann::json::parse(value);
   return j.dump();
 }

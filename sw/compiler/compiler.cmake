@@ -1,0 +1,1 @@
+# owned by one piece of work; see docs/chip.md
