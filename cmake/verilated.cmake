@@ -11,6 +11,20 @@ set(TP_RTL_MXU
   ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu_acc.sv
   ${PROJECT_SOURCE_DIR}/rtl/mxu/tp_mxu.sv)
 
+set(TP_RTL_CHIP
+  ${TP_GEN_DIR}/tp_isa_pkg.sv
+  ${TP_RTL_MXU}
+  ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv
+  ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_pkg.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_vmem.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_rd_stream.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_dma_ld.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_dma_st.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_mxu_unit.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_vpu.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_core.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_chip.sv)
+
 set(TP_RTL_ICI
   ${TP_RTL_COMMON}
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv
@@ -165,6 +179,30 @@ function(tp_hbm_model preset)
 endfunction()
 
 # make lint: verilator --lint-only -Wall on every RTL top, at every preset's parameters.
+# The chip parameters of a preset (docs/chip.md).
+function(tp_chip_params preset out)
+  tp_preset_get(n ${preset} mxu n)
+  tp_preset_get(acc_rows ${preset} mxu acc_rows)
+  set(p -GN=${n} -GAccRows=${acc_rows})
+  foreach(pair vmem_rows:VmemRows vmem_banks:VmemBanks imem_words:ImemWords queue:Queue hbm_beats:HbmBeats)
+    string(REPLACE ":" ";" kv ${pair})
+    list(GET kv 0 key)
+    list(GET kv 1 param)
+    tp_preset_get(v ${preset} chip ${key})
+    list(APPEND p -G${param}=${v})
+  endforeach()
+  set(${out} ${p} PARENT_SCOPE)
+endfunction()
+
+# The single chip at a preset: rtl_chip_<preset> (class Vchip_<preset>).
+function(tp_chip_model preset)
+  if(TARGET rtl_chip_${preset})
+    return()
+  endif()
+  tp_chip_params(${preset} params)
+  tp_verilate(rtl_chip_${preset} TOP tp_chip PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP} PARAMS ${params})
+endfunction()
+
 function(tp_lint_target)
   set(cmds "")
   list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_COMMON}
@@ -192,9 +230,11 @@ function(tp_lint_target)
     math(EXPR nc "${ch} * ${pc}")
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv
          ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm.sv --top-module tp_hbm ${hbm_params} -GNC=${nc})
+    tp_chip_params(${preset} chip_params)
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_CHIP} --top-module tp_chip ${chip_params})
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm, tp_chip at ${TP_ALL_PRESETS})"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

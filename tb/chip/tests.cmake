@@ -1,1 +1,18 @@
-# chip RTL tests
+# The chip (rtl/chip) at the test presets: Verilated once per preset, shared by the chip tests,
+# the RTL driver backend and the tensorpod tool.
+foreach(preset ${TP_TEST_PRESETS})
+  tp_chip_model(${preset})
+endforeach()
+
+foreach(preset ${TP_TEST_PRESETS})
+  add_executable(test_chip_${preset} chip/test_chip.cpp)
+  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)
+  target_compile_definitions(test_chip_${preset} PRIVATE TP_PRESET="${preset}" TP_CHIP_HEADER="Vchip_${preset}.h"
+                             TP_CHIP_CLASS=Vchip_${preset})
+  target_compile_options(test_chip_${preset} PRIVATE ${TP_WARNINGS})
+  target_link_libraries(test_chip_${preset} PRIVATE rtl_chip_${preset} tp_chip_model tp_isa tp_config tp_tb_util
+                        GTest::gtest_main)
+  gtest_discover_tests(test_chip_${preset} TEST_PREFIX "${preset}." DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "chip;${preset}")
+  list(APPEND TP_TEST_TARGETS test_chip_${preset})
+endforeach()

@@ -1,1 +1,6 @@
 # ISA, interpreter and compiler tests (plain C++); appended to TP_TEST_TARGETS
+add_executable(test_isa ${CMAKE_CURRENT_SOURCE_DIR}/isa/test_isa.cpp)
+target_compile_options(test_isa PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_isa PRIVATE tp_isa tp_config tp_tb_util GTest::gtest_main)
+gtest_discover_tests(test_isa PROPERTIES LABELS isa)
+list(APPEND TP_TEST_TARGETS test_isa)

@@ -1,0 +1,351 @@
+// One tensorpod chip (docs/chip.md): core, MXU unit + MXU, vector unit, load and store DMA,
+// banked VMEM, the memory port (HBM side) and the host's control and status registers.
+module tp_chip
+  import tp_isa_pkg::*;
+#(
+  parameter int unsigned N         = 8,
+  parameter int unsigned AccRows   = 64,
+  parameter int unsigned VmemRows  = 1024,
+  parameter int unsigned VmemBanks = 4,
+  parameter int unsigned ImemWords = 1024,
+  parameter int unsigned Queue     = 4,
+  parameter int unsigned HbmBeats  = 65536,
+  localparam int unsigned W        = N * 32
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+  // host registers
+  input  logic         csr_valid_i,
+  input  logic         csr_write_i,
+  input  logic [11:0]  csr_addr_i,
+  input  logic [31:0]  csr_wdata_i,
+  output logic [31:0]  csr_rdata_o,
+  output logic         done_o,
+  // memory port
+  output logic         mem_req_valid_o,
+  input  logic         mem_req_ready_i,
+  output logic         mem_req_write_o,
+  output logic [31:0]  mem_req_addr_o,
+  output logic [3:0]   mem_req_id_o,
+  output logic [W-1:0] mem_req_wdata_o,
+  input  logic         mem_rsp_valid_i,
+  output logic         mem_rsp_ready_o,
+  input  logic         mem_rsp_write_i,
+  input  logic [3:0]   mem_rsp_id_i,
+  input  logic [W-1:0] mem_rsp_rdata_i,
+  input  logic         mem_rsp_err_i
+);
+  localparam int unsigned NCnt = 25;
+
+  // ---- host registers -----------------------------------------------------------------------
+  logic        start, running, done, error;
+  logic [7:0]  err_code;
+  logic [31:0] err_pc, prog_len_q, imem_addr_q;
+  logic [2:0][31:0] imem_data_q;
+  logic        imem_we;
+  logic        csr_wr;
+  logic [63:0] cnt [NCnt];
+
+  logic [11:0] cnt_off;
+  logic [4:0]  cnt_idx;
+  assign cnt_off = csr_addr_i - 12'h100;
+  assign cnt_idx = cnt_off[7:3];
+  assign csr_wr  = csr_valid_i && csr_write_i;
+  assign start   = csr_wr && csr_addr_i == 12'h000 && csr_wdata_i[0];
+  assign imem_we = csr_wr && csr_addr_i == 12'h024;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      prog_len_q  <= '0;
+      imem_addr_q <= '0;
+      imem_data_q <= '0;
+    end else if (csr_wr) begin
+      case (csr_addr_i)
+        12'h010: prog_len_q <= csr_wdata_i;
+        12'h014: imem_addr_q <= csr_wdata_i;
+        12'h018: imem_data_q[0] <= csr_wdata_i;
+        12'h01c: imem_data_q[1] <= csr_wdata_i;
+        12'h020: imem_data_q[2] <= csr_wdata_i;
+        12'h024: imem_addr_q <= imem_addr_q + 1;
+        default: ;
+      endcase
+    end
+  end
+  always_comb begin
+    csr_rdata_o = '0;
+    case (csr_addr_i)
+      12'h004: csr_rdata_o = {29'b0, error, done, running};
+      12'h008: csr_rdata_o = {24'b0, err_code};
+      12'h00c: csr_rdata_o = err_pc;
+      12'h010: csr_rdata_o = prog_len_q;
+      12'h014: csr_rdata_o = imem_addr_q;
+      12'h028: csr_rdata_o = {8'b0, 8'(IsaVersion), 16'(N)};
+      default: begin
+        if (csr_addr_i >= 12'h100 && csr_addr_i < 12'h100 + 12'(8 * NCnt)) begin
+          csr_rdata_o = csr_addr_i[2] ? cnt[cnt_idx][63:32] : cnt[cnt_idx][31:0];
+        end
+      end
+    endcase
+  end
+  assign done_o = done;
+
+  // ---- core ---------------------------------------------------------------------------------
+  logic [3:0]  u_start, u_ready, u_idle, u_cmpl, u_moving;
+  instr_t      u_instr [4];
+  logic [31:0] u_pc [4];
+  logic [3:0]  u_sig [4];
+  logic [63:0] cnt_unit [4][4];
+  logic [63:0] cnt_cycles, cnt_instrs;
+  logic        ld_err, st_err;
+  logic [31:0] ld_err_pc, st_err_pc;
+
+  tp_core #(
+    .N(N), .AccRows(AccRows), .VmemRows(VmemRows), .ImemWords(ImemWords), .Queue(Queue), .HbmBeats(HbmBeats)
+  ) u_core (
+    .clk_i,
+    .rst_ni,
+    .imem_we_i    (imem_we),
+    .imem_addr_i  (imem_addr_q),
+    .imem_wdata_i ({csr_wdata_i, imem_data_q[2], imem_data_q[1], imem_data_q[0]}),
+    .prog_len_i   (prog_len_q),
+    .start_i      (start),
+    .running_o    (running),
+    .done_o       (done),
+    .error_o      (error),
+    .err_code_o   (err_code),
+    .err_pc_o     (err_pc),
+    .u_start_o    (u_start),
+    .u_instr_o    (u_instr),
+    .u_pc_o       (u_pc),
+    .u_ready_i    (u_ready),
+    .u_idle_i     (u_idle),
+    .u_cmpl_i     (u_cmpl),
+    .u_cmpl_sig_i (u_sig),
+    .u_moving_i   (u_moving),
+    .mem_err_i    (ld_err || st_err),
+    .mem_err_pc_i (ld_err ? ld_err_pc : st_err_pc),
+    .cnt_unit_o   (cnt_unit),
+    .cnt_cycles_o (cnt_cycles),
+    .cnt_instrs_o (cnt_instrs)
+  );
+
+  // ---- VMEM: reads 0 MXU rows, 1 MXU weights, 2..4 vector a/b/mask, 5 store; writes 0 load, 1 vector
+  logic [5:0]   v_rd_req, v_rd_gnt, v_rd_rvalid;
+  logic [19:0]  v_rd_addr [6];
+  logic [W-1:0] v_rd_rdata [6];
+  logic [1:0]   v_wr_req, v_wr_gnt;
+  logic [19:0]  v_wr_addr [2];
+  logic [W-1:0] v_wr_data [2];
+  logic [63:0]  cnt_conflicts;
+  tp_vmem #(.W(W), .Rows(VmemRows), .Banks(VmemBanks), .NR(6), .NW(2)) u_vmem (
+    .clk_i,
+    .rst_ni,
+    .rd_req_i        (v_rd_req),
+    .rd_addr_i       (v_rd_addr),
+    .rd_gnt_o        (v_rd_gnt),
+    .rd_rvalid_o     (v_rd_rvalid),
+    .rd_rdata_o      (v_rd_rdata),
+    .wr_req_i        (v_wr_req),
+    .wr_addr_i       (v_wr_addr),
+    .wr_data_i       (v_wr_data),
+    .wr_gnt_o        (v_wr_gnt),
+    .cnt_conflicts_o (cnt_conflicts)
+  );
+
+  // ---- memory port: load and store DMA share it, round-robin --------------------------------
+  logic         ld_req_valid, ld_req_ready, st_req_valid, st_req_ready, pick_st, last_st_q;
+  logic [31:0]  ld_req_addr, st_req_addr;
+  logic [W-1:0] st_req_data;
+  logic         ld_rsp_valid, ld_rsp_ready, st_rsp_valid;
+  assign pick_st         = st_req_valid && (!ld_req_valid || !last_st_q);
+  assign mem_req_valid_o = ld_req_valid || st_req_valid;
+  assign mem_req_write_o = pick_st;
+  assign mem_req_addr_o  = pick_st ? st_req_addr : ld_req_addr;
+  assign mem_req_id_o    = pick_st ? 4'd1 : 4'd0;
+  assign mem_req_wdata_o = st_req_data;
+  assign ld_req_ready    = mem_req_ready_i && !pick_st;
+  assign st_req_ready    = mem_req_ready_i && pick_st;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) last_st_q <= 1'b0;
+    else if (mem_req_valid_o && mem_req_ready_i) last_st_q <= pick_st;
+  end
+  assign ld_rsp_valid    = mem_rsp_valid_i && mem_rsp_id_i == 4'd0;
+  assign st_rsp_valid    = mem_rsp_valid_i && mem_rsp_id_i == 4'd1;
+  assign mem_rsp_ready_o = (mem_rsp_id_i == 4'd0) ? ld_rsp_ready : 1'b1;
+
+  // ---- units --------------------------------------------------------------------------------
+  logic [63:0] bytes_ld, bytes_st;
+  tp_dma_ld #(.W(W)) u_ld (
+    .clk_i,
+    .rst_ni,
+    .start_i     (u_start[0]),
+    .instr_i     (u_instr[0]),
+    .pc_i        (u_pc[0]),
+    .idle_o      (u_idle[0]),
+    .cmpl_o      (u_cmpl[0]),
+    .cmpl_sig_o  (u_sig[0]),
+    .moving_o    (u_moving[0]),
+    .err_o       (ld_err),
+    .err_pc_o    (ld_err_pc),
+    .req_valid_o (ld_req_valid),
+    .req_ready_i (ld_req_ready),
+    .req_addr_o  (ld_req_addr),
+    .rsp_valid_i (ld_rsp_valid),
+    .rsp_ready_o (ld_rsp_ready),
+    .rsp_data_i  (mem_rsp_rdata_i),
+    .rsp_err_i   (mem_rsp_err_i),
+    .wr_req_o    (v_wr_req[0]),
+    .wr_addr_o   (v_wr_addr[0]),
+    .wr_data_o   (v_wr_data[0]),
+    .wr_gnt_i    (v_wr_gnt[0]),
+    .cnt_bytes_o (bytes_ld)
+  );
+  assign u_ready[0] = u_idle[0];
+
+  tp_dma_st #(.W(W)) u_st (
+    .clk_i,
+    .rst_ni,
+    .start_i     (u_start[3]),
+    .instr_i     (u_instr[3]),
+    .pc_i        (u_pc[3]),
+    .idle_o      (u_idle[3]),
+    .cmpl_o      (u_cmpl[3]),
+    .cmpl_sig_o  (u_sig[3]),
+    .moving_o    (u_moving[3]),
+    .err_o       (st_err),
+    .err_pc_o    (st_err_pc),
+    .req_valid_o (st_req_valid),
+    .req_ready_i (st_req_ready),
+    .req_addr_o  (st_req_addr),
+    .req_data_o  (st_req_data),
+    .rsp_valid_i (st_rsp_valid),
+    .rsp_err_i   (mem_rsp_err_i),
+    .rd_req_o    (v_rd_req[5]),
+    .rd_addr_o   (v_rd_addr[5]),
+    .rd_gnt_i    (v_rd_gnt[5]),
+    .rd_rvalid_i (v_rd_rvalid[5]),
+    .rd_rdata_i  (v_rd_rdata[5]),
+    .cnt_bytes_o (bytes_st)
+  );
+  assign u_ready[3] = u_idle[3];
+
+  // MXU unit + MXU
+  logic               mw_valid, mw_ready, ma_valid, ma_ready, ma_first, ma_accum;
+  logic [N-1:0][15:0] mw_data, ma_data;
+  logic [15:0]        ma_acc;
+  logic               acc_rd_valid, acc_rd_ready, acc_rsp_valid;
+  logic [15:0]        acc_rd_addr;
+  logic [N-1:0][31:0] acc_rsp_data;
+  logic [63:0]        mxu_rows, mxu_macs, mxu_busy, mxu_acc_writes;
+  tp_mxu_unit #(.N(N)) u_mxu_unit (
+    .clk_i,
+    .rst_ni,
+    .start_i            (u_start[1]),
+    .instr_i            (u_instr[1]),
+    .ready_o            (u_ready[1]),
+    .idle_o             (u_idle[1]),
+    .cmpl_o             (u_cmpl[1]),
+    .cmpl_sig_o         (u_sig[1]),
+    .moving_o           (u_moving[1]),
+    .w_req_o            (v_rd_req[1]),
+    .w_addr_o           (v_rd_addr[1]),
+    .w_gnt_i            (v_rd_gnt[1]),
+    .w_rvalid_i         (v_rd_rvalid[1]),
+    .w_rdata_i          (v_rd_rdata[1]),
+    .a_req_o            (v_rd_req[0]),
+    .a_addr_o           (v_rd_addr[0]),
+    .a_gnt_i            (v_rd_gnt[0]),
+    .a_rvalid_i         (v_rd_rvalid[0]),
+    .a_rdata_i          (v_rd_rdata[0]),
+    .mxu_w_valid_o      (mw_valid),
+    .mxu_w_ready_i      (mw_ready),
+    .mxu_w_data_o       (mw_data),
+    .mxu_a_valid_o      (ma_valid),
+    .mxu_a_ready_i      (ma_ready),
+    .mxu_a_data_o       (ma_data),
+    .mxu_a_first_o      (ma_first),
+    .mxu_a_acc_addr_o   (ma_acc),
+    .mxu_a_accumulate_o (ma_accum),
+    .mxu_acc_writes_i   (mxu_acc_writes)
+  );
+
+  /* verilator lint_off PINCONNECTEMPTY */
+  tp_mxu #(.N(N), .AccRows(AccRows)) u_mxu (
+    .clk_i,
+    .rst_ni,
+    .w_valid_i        (mw_valid),
+    .w_ready_o        (mw_ready),
+    .w_data_i         (mw_data),
+    .a_valid_i        (ma_valid),
+    .a_ready_o        (ma_ready),
+    .a_data_i         (ma_data),
+    .a_first_i        (ma_first),
+    .a_acc_addr_i     (ma_acc),
+    .a_accumulate_i   (ma_accum),
+    .rd_valid_i       (acc_rd_valid),
+    .rd_ready_o       (acc_rd_ready),
+    .rd_addr_i        (acc_rd_addr),
+    .rsp_valid_o      (acc_rsp_valid),
+    .rsp_ready_i      (1'b1),
+    .rsp_data_o       (acc_rsp_data),
+    .idle_o           (),
+    .err_no_tile_o    (),
+    .err_addr_o       (),
+    .cfg_n_o          (),
+    .cfg_acc_rows_o   (),
+    .cnt_rows_o       (mxu_rows),
+    .cnt_macs_o       (mxu_macs),
+    .cnt_busy_o       (mxu_busy),
+    .cnt_stall_out_o  (),
+    .cnt_stall_wgt_o  (),
+    .cnt_wrows_o      (),
+    .cnt_acc_writes_o (mxu_acc_writes)
+  );
+  /* verilator lint_on PINCONNECTEMPTY */
+
+  logic [63:0] vpu_rows;
+  tp_vpu #(.N(N)) u_vpu (
+    .clk_i,
+    .rst_ni,
+    .start_i         (u_start[2]),
+    .instr_i         (u_instr[2]),
+    .idle_o          (u_idle[2]),
+    .cmpl_o          (u_cmpl[2]),
+    .cmpl_sig_o      (u_sig[2]),
+    .moving_o        (u_moving[2]),
+    .rd_req_o        (v_rd_req[4:2]),
+    .rd_addr_o       (v_rd_addr[2:4]),
+    .rd_gnt_i        (v_rd_gnt[4:2]),
+    .rd_rvalid_i     (v_rd_rvalid[4:2]),
+    .rd_rdata_i      (v_rd_rdata[2:4]),
+    .acc_rd_valid_o  (acc_rd_valid),
+    .acc_rd_ready_i  (acc_rd_ready),
+    .acc_rd_addr_o   (acc_rd_addr),
+    .acc_rsp_valid_i (acc_rsp_valid),
+    .acc_rsp_data_i  (acc_rsp_data),
+    .wr_req_o        (v_wr_req[1]),
+    .wr_addr_o       (v_wr_addr[1]),
+    .wr_data_o       (v_wr_data[1]),
+    .wr_gnt_i        (v_wr_gnt[1]),
+    .cnt_rows_o      (vpu_rows)
+  );
+  assign u_ready[2] = u_idle[2];
+
+  // ---- counters (docs/chip.md) --------------------------------------------------------------
+  always_comb begin
+    cnt[0] = cnt_cycles;
+    for (int q = 0; q < 4; q++) for (int k = 0; k < 4; k++) cnt[1 + 4 * q + k] = cnt_unit[q][k];
+    cnt[17] = bytes_ld;
+    cnt[18] = bytes_st;
+    cnt[19] = mxu_rows;
+    cnt[20] = mxu_busy;
+    cnt[21] = cnt_instrs;
+    cnt[22] = vpu_rows;
+    cnt[23] = cnt_conflicts;
+    cnt[24] = mxu_macs;
+  end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = ^{mem_rsp_write_i, csr_wdata_i[31:1], cnt_off[11:8], cnt_off[2:0]};
+  /* verilator lint_on UNUSEDSIGNAL */
+endmodule

@@ -1,0 +1,291 @@
+// The core (docs/chip.md): instruction memory, the front end that checks and dispatches one
+// instruction per cycle into the four unit queues, the semaphores, and the error and done logic.
+// Units see their queue's head instruction (u_instr_o) and take it with u_start_o.
+module tp_core
+  import tp_isa_pkg::*;
+#(
+  parameter int unsigned N         = 8,
+  parameter int unsigned AccRows   = 64,
+  parameter int unsigned VmemRows  = 1024,
+  parameter int unsigned ImemWords = 1024,
+  parameter int unsigned Queue     = 4,
+  parameter int unsigned HbmBeats  = 65536
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+  // host
+  input  logic         imem_we_i,
+  input  logic [31:0]  imem_addr_i,
+  input  instr_t       imem_wdata_i,
+  input  logic [31:0]  prog_len_i,
+  input  logic         start_i,
+  output logic         running_o,
+  output logic         done_o,
+  output logic         error_o,
+  output logic [7:0]   err_code_o,
+  output logic [31:0]  err_pc_o,
+  // units 0 load, 1 mxu, 2 vec, 3 store
+  output logic [3:0]   u_start_o,
+  output instr_t       u_instr_o [4],
+  output logic [31:0]  u_pc_o [4],
+  input  logic [3:0]   u_ready_i,  // the unit can take its head instruction now
+  input  logic [3:0]   u_idle_i,   // nothing in progress, nothing left to complete
+  input  logic [3:0]   u_cmpl_i,
+  input  logic [3:0]   u_cmpl_sig_i [4],
+  input  logic [3:0]   u_moving_i,
+  input  logic         mem_err_i,  // a DMA got an error response
+  input  logic [31:0]  mem_err_pc_i,
+  // counters: per unit busy, waiting, stalled, idle; cycles; instructions
+  output logic [63:0]  cnt_unit_o [4][4],
+  output logic [63:0]  cnt_cycles_o,
+  output logic [63:0]  cnt_instrs_o
+);
+  localparam int unsigned QW = $bits(instr_t) + 32;
+
+  typedef enum logic [1:0] {
+    Idle,
+    Run,
+    Halted,
+    Stopped
+  } state_e;
+  state_e state_q;
+
+  instr_t      imem_q [ImemWords];
+  logic [31:0] pc_q;
+  instr_t      ins;
+  logic [5:0]  op;
+  logic [7:0]  chk;
+  logic [2:0]  unit;
+  logic        lw_seen_q, lw_unused_q;
+
+  always_ff @(posedge clk_i) begin
+    if (imem_we_i && imem_addr_i < 32'(ImemWords)) imem_q[imem_addr_i] <= imem_wdata_i;
+  end
+  assign ins = (pc_q < 32'(ImemWords)) ? imem_q[pc_q] : '0;
+  assign op  = f_opcode(ins);
+
+  // ---- checks, in the order docs/chip.md gives --------------------------------------------
+  function automatic logic [63:0] w(input logic [31:0] x);
+    return 64'(x);
+  endfunction
+  // [s, s+l) and [d, d+r): equal or disjoint
+  function automatic logic bad_overlap(input logic [63:0] s, input logic [63:0] l, input logic [63:0] d,
+                                       input logic [63:0] r);
+    return !((s == d && l == r) || s + l <= d || d + r <= s);
+  endfunction
+
+  logic [63:0] r;
+  assign r = w(32'(vec_rows(ins)));
+  always_comb begin
+    chk  = ErrNone;
+    unit = op_unit(op);
+    if (unit == UnitField) unit = {1'b0, fence_unit(ins)};
+    if (!op_legal(op)) begin
+      chk = ErrIllegalOpcode;
+    end else if (reserved_set(ins)) begin
+      chk = ErrBadField;
+    end else begin
+      case (op)
+        OpDmaLd, OpDmaSt: begin
+          if (dma_rows(ins) == 0 || dma_cols(ins) == 0) chk = ErrBadField;
+          else if (w(32'(dma_vaddr(ins))) + w(32'(dma_rows(ins))) * w(32'(dma_cols(ins))) > 64'(VmemRows))
+            chk = ErrVmemRange;
+          else if (w(dma_haddr(ins)) + (w(32'(dma_rows(ins))) - 1) * w(dma_hstride(ins)) + w(32'(dma_cols(ins))) >
+                   64'(HbmBeats))
+            chk = ErrHbmRange;
+        end
+        OpMxuLw: begin
+          if (w(32'(lw_vaddr(ins))) + 64'(N) > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (lw_unused_q) chk = ErrMxuWeightsUnused;
+        end
+        OpMxuMm: begin
+          if (mm_rows(ins) == 0) chk = ErrBadField;
+          else if (w(32'(mm_vaddr(ins))) + w(32'(mm_rows(ins))) > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (w(32'(mm_acc(ins))) + w(32'(mm_rows(ins))) > 64'(AccRows)) chk = ErrAccRange;
+          else if (!lw_seen_q) chk = ErrMxuNoWeights;
+        end
+        OpFence, OpHalt: ;
+        default: begin  // vector
+          if (r == 0) chk = ErrBadField;
+          else if (w(32'(vec_dst(ins))) + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (vec_a_acc(ins) && w(32'(vec_a(ins))) + r > 64'(AccRows)) chk = ErrAccRange;
+          else if (!vec_a_acc(ins) && w(32'(vec_a(ins))) + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (op_uses_b(op) && w(32'(vec_b(ins))) + (vec_b_bcast(ins) ? 64'd1 : r) > 64'(VmemRows))
+            chk = ErrVmemRange;
+          else if (op_uses_mask(op) && w(vec_imm(ins)) + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (!vec_a_acc(ins) && bad_overlap(w(32'(vec_a(ins))), r, w(32'(vec_dst(ins))), r)) chk = ErrOverlap;
+          else if (op_uses_b(op) && bad_overlap(w(32'(vec_b(ins))), vec_b_bcast(ins) ? 64'd1 : r,
+                                                w(32'(vec_dst(ins))), r))
+            chk = ErrOverlap;
+          else if (op_uses_mask(op) && bad_overlap(w(vec_imm(ins)), r, w(32'(vec_dst(ins))), r)) chk = ErrOverlap;
+        end
+      endcase
+    end
+  end
+
+  // ---- queues -------------------------------------------------------------------------------
+  logic [3:0]    q_push, q_ready, q_valid, q_pop;
+  logic [QW-1:0] q_out [4];
+  logic          fetch_ok, dispatch;
+  assign fetch_ok = (state_q == Run) && (pc_q < prog_len_i) && (pc_q < 32'(ImemWords));
+  assign dispatch = fetch_ok && chk == ErrNone && op != OpHalt && q_ready[unit[1:0]];
+
+  for (genvar q = 0; q < 4; q++) begin : gen_q
+    assign q_push[q] = dispatch && unit[1:0] == 2'(q);
+    tp_fifo #(.Width(QW), .Depth(Queue)) u_q (
+      .clk_i,
+      .rst_ni,
+      .valid_i (q_push[q]),
+      .ready_o (q_ready[q]),
+      .data_i  ({ins, pc_q}),
+      .valid_o (q_valid[q]),
+      .ready_i (q_pop[q]),
+      .data_o  (q_out[q])
+    );
+    assign u_instr_o[q] = q_out[q][QW-1:32];
+    assign u_pc_o[q]    = q_out[q][31:0];
+  end
+
+  // ---- semaphores ---------------------------------------------------------------------------
+  logic [15:0][15:0] sem_q, sem_d;
+  logic [3:0]  h_wait [4], h_sig [4];
+  logic [3:0]  h_fence, wait_ok, go;
+  logic [16:0] sem_next [16];
+  logic        sem_over;
+  logic [31:0] over_pc;
+  always_comb begin
+    logic [4:0] taken [16];
+    for (int s = 0; s < 16; s++) taken[s] = '0;
+    for (int q = 0; q < 4; q++) begin
+      h_wait[q]  = f_wait(u_instr_o[q]);
+      h_sig[q]   = f_signal(u_instr_o[q]);
+      h_fence[q] = f_opcode(u_instr_o[q]) == OpFence;
+      wait_ok[q] = (h_wait[q] == 0) || (17'(sem_q[h_wait[q]]) > 17'(taken[h_wait[q]]));
+      go[q] = (state_q == Run || state_q == Halted) && q_valid[q] && wait_ok[q] &&
+              (h_fence[q] ? u_idle_i[q] : u_ready_i[q]);
+      if (go[q] && h_wait[q] != 0) taken[h_wait[q]] = taken[h_wait[q]] + 1;
+    end
+    // A count past 65535. Which completion overflowed is not tracked: the error PC is all ones.
+    sem_over = 1'b0;
+    over_pc  = 32'hffffffff;
+    for (int s = 0; s < 16; s++) sem_next[s] = 17'(sem_q[s]) - 17'(taken[s]);
+    for (int q = 0; q < 4; q++) begin
+      if (u_cmpl_i[q] && u_cmpl_sig_i[q] != 0) sem_next[u_cmpl_sig_i[q]] = sem_next[u_cmpl_sig_i[q]] + 1;
+      if (go[q] && h_fence[q] && h_sig[q] != 0) sem_next[h_sig[q]] = sem_next[h_sig[q]] + 1;
+    end
+    for (int s = 1; s < 16; s++) begin
+      if (sem_next[s] > 17'd65535) sem_over = 1'b1;
+    end
+    sem_next[0] = '0;
+    for (int s = 0; s < 16; s++) sem_d[s] = sem_next[s][15:0];
+  end
+  assign q_pop = go;
+  for (genvar q = 0; q < 4; q++) begin : gen_start
+    assign u_start_o[q] = go[q] && !h_fence[q];
+  end
+
+  // ---- done, errors, deadlock ---------------------------------------------------------------
+  logic        all_idle, stuck;
+  logic [31:0] stuck_pc;
+  logic [1:0]  stuck_q;
+  always_comb begin
+    all_idle = &u_idle_i;
+    stuck_pc = 32'hffffffff;
+    for (int q = 0; q < 4; q++) begin
+      if (q_valid[q] && u_pc_o[q] < stuck_pc) stuck_pc = u_pc_o[q];
+    end
+    // Nothing runs, nothing can start, the front end cannot dispatch, yet work is left.
+    stuck = all_idle && (go == '0) && (u_cmpl_i == '0) && (|q_valid) &&
+            (state_q == Halted || (state_q == Run && fetch_ok && chk == ErrNone && op != OpHalt && !dispatch));
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q     <= Idle;
+      pc_q        <= '0;
+      lw_seen_q   <= 1'b0;
+      lw_unused_q <= 1'b0;
+      error_o     <= 1'b0;
+      err_code_o  <= ErrNone;
+      err_pc_o    <= '0;
+      stuck_q     <= '0;
+      sem_q       <= '0;
+    end else begin
+      sem_q <= sem_d;
+      stuck_q <= stuck ? ((stuck_q == 2'd3) ? stuck_q : stuck_q + 1) : '0;
+      case (state_q)
+        Idle, Stopped: begin
+          if (start_i) begin
+            state_q     <= Run;
+            pc_q        <= '0;
+            lw_seen_q   <= 1'b0;
+            lw_unused_q <= 1'b0;
+            error_o     <= 1'b0;
+            err_code_o  <= ErrNone;
+            err_pc_o    <= '0;
+            sem_q       <= '0;
+          end
+        end
+        default: begin
+          if (state_q == Run && fetch_ok && chk != ErrNone) begin
+            state_q <= Stopped; error_o <= 1'b1; err_code_o <= chk; err_pc_o <= pc_q;
+          end else if (state_q == Run && !fetch_ok) begin
+            state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrNoHalt; err_pc_o <= pc_q;
+          end else if (mem_err_i) begin
+            state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrMemError; err_pc_o <= mem_err_pc_i;
+          end else if (sem_over) begin
+            state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrSemOverflow; err_pc_o <= over_pc;
+          end else if (stuck_q == 2'd3) begin
+            state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrDeadlock; err_pc_o <= stuck_pc;
+          end else if (state_q == Halted && all_idle && q_valid == '0) begin
+            state_q <= Stopped;
+          end else if (state_q == Run && fetch_ok && op == OpHalt) begin
+            state_q <= Halted;
+          end else if (dispatch) begin
+            pc_q <= pc_q + 1;
+            if (op == OpMxuLw) begin
+              lw_seen_q   <= 1'b1;
+              lw_unused_q <= 1'b1;
+            end
+            if (op == OpMxuMm) lw_unused_q <= 1'b0;
+          end
+        end
+      endcase
+    end
+  end
+  assign running_o = (state_q == Run || state_q == Halted);
+  assign done_o    = (state_q == Stopped);
+
+  // ---- counters -----------------------------------------------------------------------------
+  logic [3:0][3:0][63:0] cnt_q, cnt_d;  // [unit][busy, waiting, stalled, idle]
+  logic [63:0] cycles_q, instrs_q;
+  always_comb begin
+    cnt_d = cnt_q;
+    for (int q = 0; q < 4; q++) begin
+      if (!u_idle_i[q] && u_moving_i[q]) cnt_d[q][0] = cnt_q[q][0] + 1;
+      else if (!u_idle_i[q]) cnt_d[q][2] = cnt_q[q][2] + 1;
+      else if (q_valid[q] && !wait_ok[q]) cnt_d[q][1] = cnt_q[q][1] + 1;
+      else cnt_d[q][3] = cnt_q[q][3] + 1;
+    end
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      cnt_q    <= '0;
+      cycles_q <= '0;
+      instrs_q <= '0;
+    end else if (start_i && !running_o) begin
+      cnt_q    <= '0;
+      cycles_q <= '0;
+      instrs_q <= '0;
+    end else if (running_o) begin
+      cnt_q    <= cnt_d;
+      cycles_q <= cycles_q + 1;
+      instrs_q <= instrs_q + 64'(dispatch);
+    end
+  end
+  always_comb begin
+    for (int q = 0; q < 4; q++) for (int k = 0; k < 4; k++) cnt_unit_o[q][k] = cnt_q[q][k];
+  end
+  assign cnt_cycles_o = cycles_q;
+  assign cnt_instrs_o = instrs_q;
+endmodule

@@ -1,0 +1,118 @@
+// Store DMA (docs/chip.md): dma.st copies consecutive VMEM rows to a 2D block of HBM beats.
+// VMEM rows stream in through a read stream, go out as write requests, and the instruction is
+// complete when the memory has acknowledged every beat. One instruction at a time.
+module tp_dma_st
+  import tp_isa_pkg::*;
+#(
+  parameter int unsigned W = 256
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+  input  logic         start_i,
+  input  instr_t       instr_i,
+  input  logic [31:0]  pc_i,
+  output logic         idle_o,
+  output logic         cmpl_o,
+  output logic [3:0]   cmpl_sig_o,
+  output logic         moving_o,
+  output logic         err_o,
+  output logic [31:0]  err_pc_o,
+  // memory requests (writes) and acknowledgements
+  output logic         req_valid_o,
+  input  logic         req_ready_i,
+  output logic [31:0]  req_addr_o,
+  output logic [W-1:0] req_data_o,
+  input  logic         rsp_valid_i,
+  input  logic         rsp_err_i,
+  // VMEM reads
+  output logic         rd_req_o,
+  output logic [19:0]  rd_addr_o,
+  input  logic         rd_gnt_i,
+  input  logic         rd_rvalid_i,
+  input  logic [W-1:0] rd_rdata_i,
+  output logic [63:0]  cnt_bytes_o
+);
+  localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
+  logic        busy_q;
+  logic [31:0] total_q, acked_q, row_q, hstride_q;
+  logic [11:0] col_q, cols_q;
+  logic [3:0]  sig_q;
+  logic [31:0] pc_q;
+  logic [63:0] bytes_q;
+  logic        s_valid, s_idle, req_fire;
+
+  tp_rd_stream #(.W(W)) u_rows (
+    .clk_i,
+    .rst_ni,
+    .start_i  (start_i),
+    .addr_i   (dma_vaddr(instr_i)),
+    .count_i  (32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i))),
+    .step_i   (1'b1),
+    .idle_o   (s_idle),
+    .req_o    (rd_req_o),
+    .addr_o   (rd_addr_o),
+    .gnt_i    (rd_gnt_i),
+    .rvalid_i (rd_rvalid_i),
+    .rdata_i  (rd_rdata_i),
+    .valid_o  (s_valid),
+    .ready_i  (req_ready_i),
+    .data_o   (req_data_o)
+  );
+
+  assign idle_o      = !busy_q;
+  assign req_valid_o = s_valid;
+  assign req_addr_o  = row_q + 32'(col_q);
+  assign req_fire    = req_valid_o && req_ready_i;
+  assign moving_o    = req_fire || rsp_valid_i;
+  assign cmpl_o      = busy_q && rsp_valid_i && (acked_q + 1 == total_q);
+  assign cmpl_sig_o  = sig_q;
+  assign err_pc_o    = pc_q;
+  assign cnt_bytes_o = bytes_q;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      busy_q    <= 1'b0;
+      total_q   <= '0;
+      acked_q   <= '0;
+      row_q     <= '0;
+      hstride_q <= '0;
+      col_q     <= '0;
+      cols_q    <= '0;
+      sig_q     <= '0;
+      pc_q      <= '0;
+      err_o     <= 1'b0;
+      bytes_q   <= '0;
+    end else begin
+      if (start_i) begin
+        busy_q    <= 1'b1;
+        total_q   <= 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
+        acked_q   <= '0;
+        row_q     <= dma_haddr(instr_i);
+        hstride_q <= dma_hstride(instr_i);
+        col_q     <= '0;
+        cols_q    <= dma_cols(instr_i);
+        sig_q     <= f_signal(instr_i);
+        pc_q      <= pc_i;
+      end else begin
+        if (req_fire) begin
+          bytes_q <= bytes_q + RowBytes;
+          if (col_q + 1 == cols_q) begin
+            col_q <= '0;
+            row_q <= row_q + hstride_q;
+          end else begin
+            col_q <= col_q + 1;
+          end
+        end
+        if (rsp_valid_i) begin
+          acked_q <= acked_q + 1;
+          if (rsp_err_i) err_o <= 1'b1;
+        end
+        if (cmpl_o) busy_q <= 1'b0;
+      end
+    end
+  end
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = s_idle;
+  /* verilator lint_on UNUSEDSIGNAL */
+endmodule

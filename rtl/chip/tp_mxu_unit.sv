@@ -1,0 +1,184 @@
+// The MXU unit (docs/chip.md): runs the MXU queue. mxu.lw goes to the weight loader and mxu.mm
+// to the row streamer; the two run at the same time, so the next tile's weights load while the
+// current tile streams. Completions (semaphore signals) leave in queue order from a small FIFO:
+// an lw is complete when its n rows are in the MXU's shadow buffer, an mm when its last result
+// row is in the accumulators (the MXU's accumulator-write counter reaches the mm's target).
+module tp_mxu_unit
+  import tp_isa_pkg::*;
+#(
+  parameter int unsigned N = 8,
+  parameter int unsigned CplDepth = 8
+) (
+  input  logic               clk_i,
+  input  logic               rst_ni,
+  input  logic               start_i,
+  input  instr_t             instr_i,
+  output logic               ready_o,  // can take instr_i now
+  output logic               idle_o,   // nothing in progress, no completion pending
+  output logic               cmpl_o,
+  output logic [3:0]         cmpl_sig_o,
+  output logic               moving_o,
+  // VMEM reads: weights and activations
+  output logic               w_req_o,
+  output logic [19:0]        w_addr_o,
+  input  logic               w_gnt_i,
+  input  logic               w_rvalid_i,
+  input  logic [N*32-1:0]    w_rdata_i,
+  output logic               a_req_o,
+  output logic [19:0]        a_addr_o,
+  input  logic               a_gnt_i,
+  input  logic               a_rvalid_i,
+  input  logic [N*32-1:0]    a_rdata_i,
+  // the MXU
+  output logic               mxu_w_valid_o,
+  input  logic               mxu_w_ready_i,
+  output logic [N-1:0][15:0] mxu_w_data_o,
+  output logic               mxu_a_valid_o,
+  input  logic               mxu_a_ready_i,
+  output logic [N-1:0][15:0] mxu_a_data_o,
+  output logic               mxu_a_first_o,
+  output logic [15:0]        mxu_a_acc_addr_o,
+  output logic               mxu_a_accumulate_o,
+  input  logic [63:0]        mxu_acc_writes_i
+);
+  // Completion FIFO entry: {is_mm, target, signal}.
+  localparam int unsigned CW = 1 + 64 + 4;
+
+  logic          is_lw, is_mm;
+  logic          w_idle, a_idle, w_busy_q, a_busy_q;
+  logic          w_valid, a_valid;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [N*32-1:0] w_row, a_row;  // the MXU takes bits 15:0 of each lane
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [31:0]   w_left_q, a_left_q, a_idx_q;
+  logic [15:0]   acc_q;
+  logic          accum_q, first_q, new_tile_q;
+  logic [63:0]   lw_started_q, lw_done_q, mm_rows_q;
+  logic          c_in_ready, c_valid, c_pop;
+  logic [CW-1:0] c_in, c_out;
+  logic          c_is_mm;
+  logic [63:0]   c_target;
+  logic [3:0]    c_sig;
+  logic          w_fire, a_fire;
+
+  assign is_lw = (f_opcode(instr_i) == OpMxuLw);
+  assign is_mm = (f_opcode(instr_i) == OpMxuMm);
+  assign ready_o = c_in_ready && ((is_lw && !w_busy_q) || (is_mm && !a_busy_q));
+  assign idle_o = !w_busy_q && !a_busy_q && !c_valid;
+
+  // Weight loader.
+  tp_rd_stream #(.W(N * 32)) u_w_rows (
+    .clk_i,
+    .rst_ni,
+    .start_i  (start_i && is_lw),
+    .addr_i   (lw_vaddr(instr_i)),
+    .count_i  (32'(N)),
+    .step_i   (1'b1),
+    .idle_o   (w_idle),
+    .req_o    (w_req_o),
+    .addr_o   (w_addr_o),
+    .gnt_i    (w_gnt_i),
+    .rvalid_i (w_rvalid_i),
+    .rdata_i  (w_rdata_i),
+    .valid_o  (w_valid),
+    .ready_i  (mxu_w_ready_i),
+    .data_o   (w_row)
+  );
+  assign mxu_w_valid_o = w_valid;
+  assign w_fire = w_valid && mxu_w_ready_i;
+  for (genvar j = 0; j < N; j++) begin : gen_w_lane
+    assign mxu_w_data_o[j] = w_row[j*32+:16];
+    assign mxu_a_data_o[j] = a_row[j*32+:16];
+  end
+
+  // Row streamer.
+  tp_rd_stream #(.W(N * 32)) u_a_rows (
+    .clk_i,
+    .rst_ni,
+    .start_i  (start_i && is_mm),
+    .addr_i   (mm_vaddr(instr_i)),
+    .count_i  (32'(mm_rows(instr_i))),
+    .step_i   (1'b1),
+    .idle_o   (a_idle),
+    .req_o    (a_req_o),
+    .addr_o   (a_addr_o),
+    .gnt_i    (a_gnt_i),
+    .rvalid_i (a_rvalid_i),
+    .rdata_i  (a_rdata_i),
+    .valid_o  (a_valid),
+    .ready_i  (mxu_a_ready_i),
+    .data_o   (a_row)
+  );
+  assign mxu_a_valid_o      = a_valid;
+  assign mxu_a_first_o      = first_q && (a_idx_q == 0);
+  assign mxu_a_acc_addr_o   = acc_q + 16'(a_idx_q);
+  assign mxu_a_accumulate_o = accum_q;
+  assign a_fire             = a_valid && mxu_a_ready_i;
+  assign moving_o           = w_fire || a_fire;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      w_busy_q     <= 1'b0;
+      a_busy_q     <= 1'b0;
+      w_left_q     <= '0;
+      a_left_q     <= '0;
+      a_idx_q      <= '0;
+      acc_q        <= '0;
+      accum_q      <= 1'b0;
+      first_q      <= 1'b0;
+      new_tile_q   <= 1'b0;
+      lw_started_q <= '0;
+      lw_done_q    <= '0;
+      mm_rows_q    <= '0;
+    end else begin
+      if (start_i && is_lw) begin
+        w_busy_q     <= 1'b1;
+        w_left_q     <= 32'(N);
+        lw_started_q <= lw_started_q + 1;
+        new_tile_q   <= 1'b1;
+      end else if (w_fire) begin
+        w_left_q <= w_left_q - 1;
+        if (w_left_q == 1) begin
+          w_busy_q  <= 1'b0;
+          lw_done_q <= lw_done_q + 1;
+        end
+      end
+      if (start_i && is_mm) begin
+        a_busy_q   <= 1'b1;
+        a_left_q   <= 32'(mm_rows(instr_i));
+        a_idx_q    <= '0;
+        acc_q      <= mm_acc(instr_i);
+        accum_q    <= mm_accumulate(instr_i);
+        first_q    <= new_tile_q;
+        new_tile_q <= 1'b0;
+        mm_rows_q  <= mm_rows_q + 64'(mm_rows(instr_i));
+      end else if (a_fire) begin
+        a_left_q <= a_left_q - 1;
+        a_idx_q  <= a_idx_q + 1;
+        if (a_left_q == 1) a_busy_q <= 1'b0;
+      end
+    end
+  end
+
+  // Completions in queue order.
+  assign c_in = {is_mm, is_mm ? mm_rows_q + 64'(mm_rows(instr_i)) : lw_started_q + 1, f_signal(instr_i)};
+  tp_fifo #(.Width(CW), .Depth(CplDepth)) u_cpl (
+    .clk_i,
+    .rst_ni,
+    .valid_i (start_i),
+    .ready_o (c_in_ready),
+    .data_i  (c_in),
+    .valid_o (c_valid),
+    .ready_i (c_pop),
+    .data_o  (c_out)
+  );
+  assign {c_is_mm, c_target, c_sig} = c_out;
+  assign c_pop      = c_valid && (c_is_mm ? (mxu_acc_writes_i >= c_target) : (lw_done_q >= c_target));
+  assign cmpl_o     = c_pop;
+  assign cmpl_sig_o = c_sig;
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = w_idle ^ a_idle;
+  /* verilator lint_on UNUSEDSIGNAL */
+endmodule

@@ -1,0 +1,79 @@
+// Streams rows out of a memory with request/grant and a fixed one-cycle read latency (VMEM, or
+// the MXU accumulators): a job is (first address, count, step 0 or 1); rows come out in order
+// on valid/ready. Requests are issued only while the output FIFO has room for every row in
+// flight, so the read data never has to wait.
+module tp_rd_stream #(
+  parameter int unsigned W     = 256,
+  parameter int unsigned AW    = 20,
+  parameter int unsigned Depth = 4
+) (
+  input  logic          clk_i,
+  input  logic          rst_ni,
+  input  logic          start_i,  // load a job (only while idle_o)
+  input  logic [AW-1:0] addr_i,
+  input  logic [31:0]   count_i,
+  input  logic          step_i,   // 1: consecutive rows, 0: the same row count_i times
+  output logic          idle_o,   // no row left to request or deliver
+  output logic          req_o,
+  output logic [AW-1:0] addr_o,
+  input  logic          gnt_i,
+  input  logic          rvalid_i,
+  input  logic [W-1:0]  rdata_i,
+  output logic          valid_o,
+  input  logic          ready_i,
+  output logic [W-1:0]  data_o
+);
+  localparam int unsigned CW = $clog2(Depth + 1);
+  logic [AW-1:0] addr_q;
+  logic [31:0]   left_q;
+  logic          step_q;
+  logic [CW-1:0] held_q;  // rows requested and not yet taken from the FIFO
+  logic          fifo_ready;
+  logic          pop;
+
+  assign req_o  = (left_q != 0) && (held_q < CW'(Depth));
+  assign addr_o = addr_q;
+  assign pop    = valid_o && ready_i;
+  assign idle_o = (left_q == 0) && (held_q == '0);
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      addr_q <= '0;
+      left_q <= '0;
+      step_q <= 1'b0;
+      held_q <= '0;
+    end else begin
+      if (start_i) begin
+        addr_q <= addr_i;
+        left_q <= count_i;
+        step_q <= step_i;
+      end else if (req_o && gnt_i) begin
+        addr_q <= addr_q + AW'(step_q);
+        left_q <= left_q - 1;
+      end
+      held_q <= held_q + CW'(req_o && gnt_i) - CW'(pop);
+    end
+  end
+
+  tp_fifo #(.Width(W), .Depth(Depth), .CheckInput(1'b0)) u_fifo (
+    .clk_i,
+    .rst_ni,
+    .valid_i (rvalid_i),
+    .ready_o (fifo_ready),
+    .data_i  (rdata_i),
+    .valid_o,
+    .ready_i,
+    .data_o
+  );
+
+`ifndef SYNTHESIS
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && rvalid_i && !fifo_ready) $error("tp_rd_stream: read data arrived with the FIFO full");
+    if (rst_ni && start_i && !idle_o) $error("tp_rd_stream: job started while busy");
+  end
+`endif
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_ok;
+  assign unused_ok = fifo_ready;
+  /* verilator lint_on UNUSEDSIGNAL */
+endmodule

@@ -1,0 +1,250 @@
+// Cycle-level host and memory for the Verilated chip (tp_chip, docs/chip.md).
+//
+// The host side drives the control and status registers: program load through IMEM_DATA, start,
+// status, counters. The memory side is a simple in-order memory model behind the chip's memory
+// port: one request per cycle, reads answered after `latency` cycles, writes acknowledged the
+// same way, optional seeded random stalls on both handshakes, and per-beat error injection. It
+// stores beats sparsely, so a preset with gigabytes of HBM allocates only what is written.
+#pragma once
+
+#include <fmt/format.h>
+#include <verilated.h>
+#include <verilated_fst_c.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "isa.h"
+#include "tb_util.h"
+
+namespace tp::tb {
+
+struct ChipStimulus {
+  unsigned latency = 20;     // read latency of the memory model (cycles)
+  double req_stall = 0.0;    // probability that the memory refuses a request in a cycle
+  double rsp_stall = 0.0;    // probability that the memory holds back a ready response
+  uint64_t seed = 1;
+  std::string wave_file;     // FST output, empty for none
+};
+
+// Counter indices (docs/chip.md, "Host interface").
+namespace ctr {
+inline constexpr unsigned kCycles = 0, kUnitBase = 1, kBytesLoaded = 17, kBytesStored = 18, kMxuRows = 19,
+                          kMxuBusy = 20, kInstrs = 21, kVpuRows = 22, kVmemConflicts = 23, kMxuMacs = 24, kCount = 25;
+inline constexpr const char* kUnits[4] = {"load", "mxu", "vec", "store"};
+inline constexpr const char* kKinds[4] = {"busy", "wait", "stall", "idle"};
+}  // namespace ctr
+
+struct ChipRun {
+  bool done = false, timed_out = false;
+  uint8_t err = 0;
+  uint32_t pc = 0;
+  uint64_t cycles = 0;  // harness cycles from start to done
+};
+
+template <class Top>
+class ChipHarness {
+ public:
+  ChipHarness(unsigned lanes, ChipStimulus stim)
+      : lanes_(lanes), stim_(std::move(stim)), rng_(stim_.seed), ctx_(std::make_unique<VerilatedContext>()) {
+    ctx_->randReset(2);
+    ctx_->randSeed(static_cast<int>(stim_.seed % 0x7fffffff) + 1);
+    ctx_->traceEverOn(!stim_.wave_file.empty());
+    top_ = std::make_unique<Top>(ctx_.get(), "top");
+    if (!stim_.wave_file.empty()) {
+      trace_ = std::make_unique<VerilatedFstC>();
+      top_->trace(trace_.get(), 99);
+      trace_->open(stim_.wave_file.c_str());
+    }
+    reset();
+    const uint32_t info = csr_read(0x028);
+    if ((info & 0xffffu) != lanes)
+      throw std::runtime_error(fmt::format(
+          "ChipHarness: the Verilated chip has n = {} but the preset says {} (rebuild after editing the preset)",
+          info & 0xffffu, lanes));
+    if (((info >> 16) & 0xffu) != isa::kIsaVersion)
+      throw std::runtime_error(fmt::format("ChipHarness: the Verilated chip implements ISA version {}, the software {}",
+                                           (info >> 16) & 0xffu, isa::kIsaVersion));
+  }
+  ~ChipHarness() {
+    if (trace_) trace_->close();
+    top_->final();
+  }
+  ChipHarness(const ChipHarness&) = delete;
+  ChipHarness& operator=(const ChipHarness&) = delete;
+
+  Top& top() { return *top_; }
+  unsigned lanes() const { return lanes_; }
+  uint64_t cycles() const { return cycles_; }
+
+  // Reset the chip (not the memory model's contents): every run starts from reset.
+  void reset() {
+    top_->rst_ni = 0;
+    top_->csr_valid_i = 0;
+    top_->csr_write_i = 0;
+    top_->mem_req_ready_i = 0;
+    top_->mem_rsp_valid_i = 0;
+    pending_.clear();
+    for (int i = 0; i < 3; ++i) tick();
+    top_->rst_ni = 1;
+    tick();
+  }
+
+  // ---- memory model (the host's backdoor: copy in and out) ----
+  void write_mem(uint64_t beat, std::span<const uint32_t> words) {
+    if (words.size() % lanes_ != 0)
+      throw std::invalid_argument(fmt::format("write_mem: {} words is not a whole number of {}-lane beats",
+                                              words.size(), lanes_));
+    for (std::size_t k = 0; k < words.size(); ++k) word(beat + k / lanes_, k % lanes_) = words[k];
+  }
+  std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) const {
+    std::vector<uint32_t> out(beats * lanes_, 0);
+    for (uint64_t b = 0; b < beats; ++b)
+      if (auto it = pages_.find((beat + b) / kPage); it != pages_.end())
+        for (unsigned j = 0; j < lanes_; ++j) out[b * lanes_ + j] = it->second[((beat + b) % kPage) * lanes_ + j];
+    return out;
+  }
+  // Reads of these beats answer with an error (a stand-in for an uncorrectable ECC error).
+  void fail_beat(uint64_t beat) { failing_.insert(beat); }
+
+  // ---- host registers ----
+  void csr_write(uint32_t addr, uint32_t data) {
+    top_->csr_valid_i = 1;
+    top_->csr_write_i = 1;
+    top_->csr_addr_i = addr;
+    top_->csr_wdata_i = data;
+    tick();
+    top_->csr_valid_i = 0;
+    top_->csr_write_i = 0;
+  }
+  uint32_t csr_read(uint32_t addr) {
+    top_->csr_addr_i = addr;
+    top_->eval();
+    return top_->csr_rdata_o;
+  }
+  uint64_t counter(unsigned k) {
+    const uint32_t lo = csr_read(0x100 + 8 * k), hi = csr_read(0x104 + 8 * k);
+    return (uint64_t{hi} << 32) | lo;
+  }
+
+  void load(const std::vector<isa::Word>& code) {
+    csr_write(0x014, 0);
+    for (const auto& w : code) {
+      csr_write(0x018, static_cast<uint32_t>(w[0]));
+      csr_write(0x01c, static_cast<uint32_t>(w[0] >> 32));
+      csr_write(0x020, static_cast<uint32_t>(w[1]));
+      csr_write(0x024, static_cast<uint32_t>(w[1] >> 32));
+    }
+    csr_write(0x010, static_cast<uint32_t>(code.size()));
+  }
+
+  // Start and run until done or `timeout` cycles (a watchdog: never hangs).
+  ChipRun run(uint64_t timeout) {
+    csr_write(0x000, 1);
+    ChipRun r;
+    const uint64_t t0 = cycles_;
+    while (cycles_ - t0 < timeout) {
+      tick();
+      if (top_->done_o) {
+        r.done = true;
+        break;
+      }
+    }
+    r.timed_out = !r.done;
+    r.cycles = cycles_ - t0;
+    const uint32_t status = csr_read(0x004);
+    if (status & 4u) {
+      r.err = static_cast<uint8_t>(csr_read(0x008));
+      r.pc = csr_read(0x00c);
+    }
+    return r;
+  }
+
+  // One clock cycle: the memory model answers, the chip's combinational outputs settle, the
+  // handshakes are taken, then the rising edge.
+  void tick() {
+    drive_memory();
+    top_->clk_i = 0;
+    top_->eval();
+    if (trace_) trace_->dump(ctx_->time());
+    ctx_->timeInc(1);
+    sample_memory();
+    top_->clk_i = 1;
+    top_->eval();
+    if (trace_) trace_->dump(ctx_->time());
+    ctx_->timeInc(1);
+    ++cycles_;
+  }
+
+ private:
+  static constexpr uint64_t kPage = 64;  // beats per storage page
+  static constexpr std::size_t kMaxPending = 256;
+
+  struct Pending {
+    uint64_t ready_at;
+    bool write;
+    uint8_t id;
+    bool err;
+    std::vector<uint32_t> data;
+  };
+
+  uint32_t& word(uint64_t beat, unsigned lane) {
+    auto& page = pages_[beat / kPage];
+    if (page.empty()) page.assign(kPage * lanes_, 0);
+    return page[(beat % kPage) * lanes_ + lane];
+  }
+
+  bool chance(double p) { return p > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p; }
+
+  void drive_memory() {
+    if (top_->rst_ni == 0) return;
+    top_->mem_req_ready_i = pending_.size() < kMaxPending && !chance(stim_.req_stall);
+    const bool have = !pending_.empty() && pending_.front().ready_at <= cycles_ && !chance(stim_.rsp_stall);
+    top_->mem_rsp_valid_i = have;
+    if (have) {
+      const Pending& p = pending_.front();
+      top_->mem_rsp_write_i = p.write;
+      top_->mem_rsp_id_i = p.id;
+      top_->mem_rsp_err_i = p.err;
+      for (unsigned j = 0; j < lanes_; ++j) set_lane<32>(top_->mem_rsp_rdata_i, j, p.write ? 0u : p.data[j]);
+    }
+  }
+
+  void sample_memory() {
+    if (top_->rst_ni == 0) return;
+    if (top_->mem_rsp_valid_i && top_->mem_rsp_ready_o) pending_.pop_front();
+    if (top_->mem_req_valid_o && top_->mem_req_ready_i) {
+      const uint64_t beat = top_->mem_req_addr_o;
+      Pending p{cycles_ + stim_.latency, static_cast<bool>(top_->mem_req_write_o),
+                static_cast<uint8_t>(top_->mem_req_id_o), false, {}};
+      if (p.write) {
+        for (unsigned j = 0; j < lanes_; ++j) word(beat, j) = get_lane<32>(top_->mem_req_wdata_o, j);
+      } else {
+        p.data = read_mem(beat, 1);
+        p.err = failing_.count(beat) != 0;
+      }
+      pending_.push_back(std::move(p));
+    }
+  }
+
+  unsigned lanes_;
+  ChipStimulus stim_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::unique_ptr<Top> top_;
+  std::unique_ptr<VerilatedFstC> trace_;
+  uint64_t cycles_ = 0;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> pages_;
+  std::set<uint64_t> failing_;
+  std::deque<Pending> pending_;
+};
+
+}  // namespace tp::tb
