@@ -4,6 +4,16 @@ foreach(preset ${TP_TEST_PRESETS})
   tp_chip_model(${preset})
 endforeach()
 
+# The vector unit's lane arithmetic against the golden functions (preset-independent).
+tp_verilate(rtl_vpu_lane TOP tp_vpu_lane PREFIX Vvpu_lane
+            SOURCES ${TP_GEN_DIR}/tp_isa_pkg.sv ${TP_RTL_COMMON} ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_pkg.sv
+                    ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_lane.sv)
+add_executable(test_vpu_lane vpu/test_vpu_lane.cpp)
+target_compile_options(test_vpu_lane PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_vpu_lane PRIVATE rtl_vpu_lane tp_golden tp_tb_util GTest::gtest_main)
+gtest_discover_tests(test_vpu_lane PROPERTIES LABELS "vpu")
+list(APPEND TP_TEST_TARGETS test_vpu_lane)
+
 foreach(preset ${TP_TEST_PRESETS})
   add_executable(test_chip_${preset} chip/test_chip.cpp)
   target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)

@@ -1,0 +1,554 @@
+// The golden chip interpreter (sw/golden/chip_model) on hand-built programs, and the golden
+// vector numerics (sw/golden/vpu_ops.h) against hand-written expectations and host math.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "chip_model.h"
+#include "config.h"
+#include "fp.h"
+#include "isa.h"
+#include "mxu_model.h"
+#include "vpu_ops.h"
+
+namespace {
+
+using namespace tp::golden;
+using tp::isa::Err;
+using tp::isa::Instr;
+using tp::isa::Op;
+using tp::isa::Word;
+
+// ---------------------------------------------------------------------------------------------
+// vpu_ops.h
+
+constexpr uint32_t kOne = 0x3f800000u, kNegZero = 0x80000000u, kMinNormal = 0x00800000u;
+
+TEST(VpuOps, MulMatchesHostMathOnNormals) {
+  // The exact product of two floats fits a double (48 significant bits); one rounding to float
+  // is the correctly rounded fp32 product.
+  std::mt19937_64 rng(11);
+  for (int k = 0; k < 200000; ++k) {
+    const uint32_t ea = 64 + static_cast<uint32_t>(rng() % 127), eb = 64 + static_cast<uint32_t>(rng() % 127);
+    const uint32_t a = (static_cast<uint32_t>(rng()) & 0x807fffffu) | ea << 23;
+    const uint32_t b = (static_cast<uint32_t>(rng()) & 0x807fffffu) | eb << 23;
+    const double exact = static_cast<double>(fp32_value(a)) * static_cast<double>(fp32_value(b));
+    const auto want = fp32_bits(static_cast<float>(exact));
+    ASSERT_EQ(fp32_mul(a, b), want) << std::hex << a << " * " << b;
+  }
+}
+
+TEST(VpuOps, MulPolicy) {
+  EXPECT_EQ(fp32_mul(kOne, 0x40000000u), 0x40000000u);         // 1 * 2
+  EXPECT_EQ(fp32_mul(0x7f800000u, 0x00000000u), kFp32QNaN);    // inf * 0
+  EXPECT_EQ(fp32_mul(0x7f800000u, 0x80000001u), kFp32QNaN);    // inf * denormal (= -0)
+  EXPECT_EQ(fp32_mul(0xff800000u, 0x40000000u), 0xff800000u);  // -inf * 2
+  EXPECT_EQ(fp32_mul(kNegZero, kOne), kNegZero);               // -0 * 1 = -0
+  EXPECT_EQ(fp32_mul(0x00400000u, kOne), 0u);                  // denormal reads as +0
+  EXPECT_EQ(fp32_mul(0x7f7fffffu, 0x40000000u), 0x7f800000u);  // overflow -> inf
+  EXPECT_EQ(fp32_mul(0xff7fffffu, 0x40000000u), 0xff800000u);  // overflow -> -inf
+  EXPECT_EQ(fp32_mul(0xffc00001u, kOne), kFp32QNaN);           // NaN -> canonical
+  EXPECT_EQ(fp32_mul(0x1f800000u, 0x20000000u), 0u);           // 2^-64 * 2^-63 = 2^-127: flushed
+  EXPECT_EQ(fp32_mul(0x9f800000u, 0x20000000u), kNegZero);     // ... to -0
+  // (1 - 2^-24) * 2^-126 is a tie on the denormal grid (2^-149) and rounds up to 2^-126.
+  EXPECT_EQ(fp32_mul(0x3f7fffffu, kMinNormal), kMinNormal);
+  EXPECT_EQ(fp32_mul(0xbf7fffffu, kMinNormal), kMinNormal | kNegZero);
+  EXPECT_EQ(fp32_mul(0x3f7ffffeu, kMinNormal), 0u);            // (1 - 2^-23) * 2^-126: flushed
+  EXPECT_EQ(fp32_mul(0x40400000u, 0x40400000u), 0x41100000u);  // 3 * 3 = 9
+}
+
+TEST(VpuOps, MaxMinSignedZerosAndNaN) {
+  EXPECT_EQ(fp32_max(0u, kNegZero), 0u);
+  EXPECT_EQ(fp32_max(kNegZero, 0u), 0u);
+  EXPECT_EQ(fp32_min(0u, kNegZero), kNegZero);
+  EXPECT_EQ(fp32_min(kNegZero, 0u), kNegZero);
+  EXPECT_EQ(fp32_max(kNegZero, kNegZero), kNegZero);
+  EXPECT_EQ(fp32_max(0x7f800001u, kOne), kFp32QNaN);
+  EXPECT_EQ(fp32_min(kOne, 0xffc00000u), kFp32QNaN);
+  EXPECT_EQ(fp32_max(0x00000001u, 0xbf800000u), 0u);           // a denormal reads (and comes out) as +0
+  EXPECT_EQ(fp32_min(0x80000001u, kOne), kNegZero);            // ... or -0
+  EXPECT_EQ(fp32_max(0x80000001u, 0x00000001u), 0u);           // -0 vs +0
+  EXPECT_EQ(fp32_max(0xbf800000u, 0xc0000000u), 0xbf800000u);  // -1 > -2
+  EXPECT_EQ(fp32_min(0xbf800000u, 0xc0000000u), 0xc0000000u);
+  EXPECT_EQ(fp32_max(0xff800000u, 0x7f800000u), 0x7f800000u);
+}
+
+TEST(VpuOps, ReluAndCompares) {
+  EXPECT_EQ(fp32_relu(kNegZero), 0u);
+  EXPECT_EQ(fp32_relu(0x00000001u), 0u);
+  EXPECT_EQ(fp32_relu(0xbf800000u), 0u);
+  EXPECT_EQ(fp32_relu(0x40000000u), 0x40000000u);
+  EXPECT_EQ(fp32_relu(0x7f800000u), 0x7f800000u);
+  EXPECT_EQ(fp32_relu(0xff800001u), kFp32QNaN);
+  const auto lane = [](Op op, uint32_t a, uint32_t b) { return vpu_lane(op, a, b, 0, 0); };
+  EXPECT_EQ(lane(Op::vcmpeq, 0u, kNegZero), 0xffffffffu);
+  EXPECT_EQ(lane(Op::vcmpeq, 0x00000001u, 0u), 0xffffffffu);  // a denormal equals zero
+  EXPECT_EQ(lane(Op::vcmplt, kNegZero, 0u), 0u);
+  EXPECT_EQ(lane(Op::vcmple, kNegZero, 0u), 0xffffffffu);
+  EXPECT_EQ(lane(Op::vcmplt, 0xbf800000u, kOne), 0xffffffffu);
+  EXPECT_EQ(lane(Op::vcmplt, kOne, kOne), 0u);
+  EXPECT_EQ(lane(Op::vcmple, kOne, kOne), 0xffffffffu);
+  for (Op op : {Op::vcmplt, Op::vcmple, Op::vcmpeq}) {
+    EXPECT_EQ(lane(op, kFp32QNaN, kFp32QNaN), 0u);
+    EXPECT_EQ(lane(op, kOne, 0x7f800001u), 0u);
+  }
+}
+
+TEST(VpuOps, ConvertAndBitOps) {
+  EXPECT_EQ(vpu_lane(Op::vcvtbf, 0x3f808000u, 0, 0, 0), 0x3f80u);  // tie to even
+  EXPECT_EQ(vpu_lane(Op::vcvtbf, 0x3f818000u, 0, 0, 0), 0x3f82u);
+  EXPECT_EQ(vpu_lane(Op::vcvtbf, 0xff800001u, 0, 0, 0), 0x7fc0u);
+  EXPECT_EQ(vpu_lane(Op::vcvtbf, 0x80000001u, 0, 0, 0), 0x8000u);
+  EXPECT_EQ(vpu_lane(Op::vcvtf, 0xdead3fc0u, 0, 0, 0), 0x3fc00000u);  // bits 31:16 ignored
+  EXPECT_EQ(vpu_lane(Op::vcvtf, 0x00000001u, 0, 0, 0), 0x00010000u);  // exact: no flush
+  for (uint32_t x = 0; x < 0x10000; ++x) {  // every non-NaN, non-denormal bf16 survives a round trip
+    const uint32_t w = x << 16;
+    if (fp32_is_nan(w) || fp32_is_denormal(w)) continue;
+    ASSERT_EQ(vpu_lane(Op::vcvtbf, vpu_lane(Op::vcvtf, x, 0, 0, 0), 0, 0, 0), x);
+  }
+  EXPECT_EQ(vpu_lane(Op::vsel, 1, 2, 0x80000000u, 0), 1u);  // -0 bits are a non-zero mask
+  EXPECT_EQ(vpu_lane(Op::vsel, 1, 2, 0, 0), 2u);
+  EXPECT_EQ(vpu_lane(Op::vmov, 0x7f800001u, 0, 0, 0), 0x7f800001u);  // bits unchanged
+  EXPECT_EQ(vpu_lane(Op::vsub, kOne, kOne, 0, 0), 0u);
+  EXPECT_EQ(vpu_lane(Op::vsub, kNegZero, 0u, 0, 0), kNegZero);                   // -0 - +0 = -0 + -0
+  EXPECT_EQ(vpu_lane(Op::vscale, 0x40000000u, 0, 0, 0x40400000u), 0x40c00000u);  // 2 * 3
+  EXPECT_THROW(vpu_lane(Op::dma_ld, 0, 0, 0, 0), std::invalid_argument);
+}
+
+TEST(VpuOps, ReductionsFoldLeftToRight) {
+  const std::vector<uint32_t> a = {fp32_bits(1e8f), kOne, fp32_bits(-1e8f), kOne, 0x00000001u, kOne, kOne, kOne};
+  uint32_t want = a[0];
+  for (std::size_t j = 1; j < a.size(); ++j) want = fp32_add(want, a[j]);
+  EXPECT_EQ(want, 0x40800000u);  // (1e8 + 1) rounds to 1e8, so the sum is 4, not 5
+  std::vector<uint32_t> out(a.size());
+  vpu_row(Op::vredsum, a, {}, {}, 0, out);
+  for (uint32_t x : out) EXPECT_EQ(x, want);
+  vpu_row(Op::vredmax, a, {}, {}, 0, out);
+  for (uint32_t x : out) EXPECT_EQ(x, fp32_bits(1e8f));
+  std::vector<uint32_t> with_nan = a;
+  with_nan[3] = 0xffc00001u;
+  vpu_row(Op::vredmax, with_nan, {}, {}, 0, out);
+  EXPECT_EQ(out[0], kFp32QNaN);
+  // n = 1: canon(a0).
+  std::vector<uint32_t> one = {0x80000001u}, o1(1);
+  vpu_row(Op::vredsum, one, {}, {}, 0, o1);
+  EXPECT_EQ(o1[0], kNegZero);
+  one[0] = 0x7f800001u;
+  vpu_row(Op::vredmax, one, {}, {}, 0, o1);
+  EXPECT_EQ(o1[0], kFp32QNaN);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChipModel: programs
+
+class ChipModelTest : public ::testing::Test {
+ protected:
+  ChipModelTest() : preset_(tp::load_preset("tiny")), chip_(preset_), n_(preset_.mxu.n) {}
+
+  static Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, uint64_t cols, uint64_t hstride,
+                   unsigned wait = 0, unsigned signal = 0) {
+    Instr i;
+    i.op = op;
+    i.wait = wait;
+    i.signal = signal;
+    i.f.vaddr = vaddr;
+    i.f.haddr = haddr;
+    i.f.rows = rows;
+    i.f.cols = cols;
+    i.f.hstride = hstride;
+    return i;
+  }
+  static Instr lw(uint64_t vaddr, unsigned wait = 0, unsigned signal = 0) {
+    Instr i;
+    i.op = Op::mxu_lw;
+    i.wait = wait;
+    i.signal = signal;
+    i.f.vaddr = vaddr;
+    return i;
+  }
+  static Instr mm(uint64_t vaddr, uint64_t acc, uint64_t rows, bool accumulate, unsigned wait = 0,
+                  unsigned signal = 0) {
+    Instr i;
+    i.op = Op::mxu_mm;
+    i.wait = wait;
+    i.signal = signal;
+    i.f.vaddr = vaddr;
+    i.f.acc = acc;
+    i.f.rows = rows;
+    i.f.accumulate = accumulate ? 1 : 0;
+    return i;
+  }
+  struct VecArgs {
+    uint64_t dst = 0, a = 0, b = 0, rows = 1, imm = 0;
+    bool a_acc = false, b_bcast = false;
+    unsigned wait = 0, signal = 0;
+  };
+  static Instr vec(Op op, const VecArgs& v) {
+    Instr i;
+    i.op = op;
+    i.wait = v.wait;
+    i.signal = v.signal;
+    i.f.dst = v.dst;
+    i.f.a = v.a;
+    i.f.b = v.b;
+    i.f.rows = v.rows;
+    i.f.imm = v.imm;
+    i.f.a_acc = v.a_acc ? 1 : 0;
+    i.f.b_bcast = v.b_bcast ? 1 : 0;
+    return i;
+  }
+  static Instr fence(unsigned unit, unsigned wait = 0, unsigned signal = 0) {
+    Instr i;
+    i.op = Op::fence;
+    i.wait = wait;
+    i.signal = signal;
+    i.f.unit = unit;
+    return i;
+  }
+  static Instr halt() {
+    Instr i;
+    i.op = Op::halt;
+    return i;
+  }
+
+  tp::isa::Program program(const std::vector<Word>& code) const {
+    tp::isa::Program p;
+    p.preset = preset_.name;
+    p.fingerprint = tp::isa::fingerprint(preset_);
+    p.code = code;
+    return p;
+  }
+  tp::isa::Program program(const std::vector<Instr>& instrs) const {
+    std::vector<Word> code;
+    for (const Instr& i : instrs) code.push_back(tp::isa::encode(i));
+    return program(code);
+  }
+  ChipModel::Result run(const std::vector<Instr>& instrs) {
+    chip_.load(program(instrs));
+    return chip_.run(1'000'000);
+  }
+  void expect_error(const std::vector<Instr>& instrs, Err err, uint32_t pc) {
+    const auto r = run(instrs);
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(tp::isa::err_name(r.err), tp::isa::err_name(err));
+    EXPECT_EQ(r.pc, pc);
+  }
+  void expect_ok(const ChipModel::Result& r) {
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(tp::isa::err_name(r.err), "none");
+  }
+
+  std::span<const uint32_t> vrow(uint64_t r) const { return chip_.vmem().subspan(r * n_, n_); }
+  std::vector<uint32_t> random_words(std::size_t count, bool with_specials = false) {
+    static constexpr uint32_t kSpecials[] = {0u,          0x80000000u, 0x00000001u, 0x807fffffu, 0x00800000u,
+                                             0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                             0x7f800001u, 0xffffffffu, kOne,        0xbf800000u};
+    std::vector<uint32_t> v(count);
+    for (auto& x : v) {
+      if (with_specials && rng_() % 6 == 0) {
+        x = kSpecials[rng_() % std::size(kSpecials)];
+      } else {
+        const uint32_t e = 110 + static_cast<uint32_t>(rng_() % 30);
+        x = (static_cast<uint32_t>(rng_()) & 0x807fffffu) | e << 23;
+      }
+    }
+    return v;
+  }
+
+  tp::Preset preset_;
+  ChipModel chip_;
+  unsigned n_;
+  std::mt19937_64 rng_{2024};
+};
+
+TEST_F(ChipModelTest, DmaRoundTripWithStrides) {
+  // 3 rows of 2 beats, 5 beats apart in HBM -> 6 contiguous VMEM rows -> 3 rows of 2 beats, 3 apart.
+  const auto src = random_words(std::size_t{16} * n_);
+  chip_.write_hbm(10, src);
+  const auto r = run({dma(Op::dma_ld, 4, 10, 3, 2, 5, 0, 1), dma(Op::dma_st, 4, 100, 3, 2, 3, 1, 0), halt()});
+  expect_ok(r);
+  EXPECT_EQ(r.steps, 2u);
+  for (unsigned row = 0; row < 3; ++row)
+    for (unsigned c = 0; c < 2; ++c) {
+      const auto want = std::span<const uint32_t>(src).subspan((row * 5 + c) * n_, n_);
+      const auto vm = vrow(4 + row * 2 + c);
+      EXPECT_TRUE(std::equal(vm.begin(), vm.end(), want.begin())) << "vmem row " << row * 2 + c;
+      const auto back = chip_.read_hbm(100 + row * 3 + c, 1);
+      EXPECT_TRUE(std::equal(back.begin(), back.end(), want.begin())) << "hbm row " << row << " col " << c;
+    }
+  for (uint32_t x : chip_.read_hbm(102, 1)) EXPECT_EQ(x, 0u);  // the gaps of the stride stay unwritten
+  for (uint32_t x : vrow(3)) EXPECT_EQ(x, 0u);
+  EXPECT_EQ(chip_.stats().bytes_loaded, 6ull * 4 * n_);
+  EXPECT_EQ(chip_.stats().bytes_stored, 6ull * 4 * n_);
+  EXPECT_EQ(chip_.stats().instructions, 3u);
+  // Timing estimate: the store waits for the load: two DMAs of 6 beats plus the latency, each.
+  EXPECT_GE(chip_.stats().est_cycles, 2ull * (6 + preset_.chip.mem_latency));
+}
+
+TEST_F(ChipModelTest, MatmulTwoKTilesMatchesMxuMatmul) {
+  // C (m x n) = A (m x 2n) x B (2n x n), as two K tiles: overwrite, then accumulate.
+  const unsigned m = 5, k = 2 * n_;
+  std::vector<uint16_t> a(std::size_t{m} * k), b(std::size_t{k} * n_);
+  for (auto& x : a) x = Bf16::from_float(std::uniform_real_distribution<float>(-4, 4)(rng_)).bits;
+  for (auto& x : b) x = Bf16::from_float(std::uniform_real_distribution<float>(-4, 4)(rng_)).bits;
+  // HBM: A's K tile t at beat 10*t (m rows), B's tile t at 100 + 10*t (n rows); garbage in
+  // bits 31:16, which the MXU ignores.
+  for (unsigned t = 0; t < 2; ++t) {
+    std::vector<uint32_t> at(std::size_t{m} * n_), bt(std::size_t{n_} * n_);
+    for (unsigned i = 0; i < m; ++i)
+      for (unsigned j = 0; j < n_; ++j) at[i * n_ + j] = 0xabcd0000u | a[std::size_t{i} * k + t * n_ + j];
+    for (unsigned i = 0; i < n_; ++i)
+      for (unsigned j = 0; j < n_; ++j) bt[i * n_ + j] = 0x12340000u | b[std::size_t{t * n_ + i} * n_ + j];
+    chip_.write_hbm(10 * t, at);
+    chip_.write_hbm(100 + 10 * t, bt);
+  }
+  const auto r = run({
+      dma(Op::dma_ld, 0, 0, 1, m, 0),            // A0 -> VMEM 0..
+      dma(Op::dma_ld, 16, 100, 1, n_, 0, 0, 1),  // B0 -> VMEM 16..
+      dma(Op::dma_ld, 32, 10, 1, m, 0),          // A1 -> VMEM 32..
+      dma(Op::dma_ld, 48, 110, 1, n_, 0, 0, 1),  // B1 -> VMEM 48..
+      lw(16, 1),                                 //
+      mm(0, 3, m, false),                        // ACC[3..] = A0 x B0
+      lw(48, 1),                                 // loads while the tile streams
+      mm(32, 3, m, true, 0, 2),                  // ACC[3..] += A1 x B1
+      mm(32, 20, m, false),                      // ACC[20..] = A1 x B1: same tile, no switch
+      vec(Op::vmov, {.dst = 64, .a = 3, .rows = m, .a_acc = true, .wait = 2, .signal = 3}),
+      dma(Op::dma_st, 64, 200, 1, m, 0, 3),  //
+      halt(),
+  });
+  expect_ok(r);
+  const auto c = mxu_matmul(n_, m, k, n_, a, b);
+  const auto out = chip_.read_hbm(200, m);
+  EXPECT_EQ(out, c);
+  for (unsigned i = 0; i < m; ++i) {
+    const auto acc = chip_.acc_row(3 + i);
+    EXPECT_TRUE(std::equal(acc.begin(), acc.end(), c.begin() + i * n_));
+  }
+  std::vector<uint16_t> a1(std::size_t{m} * n_), b1(b.begin() + std::ptrdiff_t{n_} * n_, b.end());
+  for (unsigned i = 0; i < m; ++i)
+    for (unsigned j = 0; j < n_; ++j) a1[i * n_ + j] = a[std::size_t{i} * k + n_ + j];
+  const auto c1 = mxu_matmul(n_, m, n_, n_, a1, b1);
+  for (unsigned i = 0; i < m; ++i) {
+    const auto acc = chip_.acc_row(20 + i);
+    EXPECT_TRUE(std::equal(acc.begin(), acc.end(), c1.begin() + i * n_)) << "second mm on one tile, row " << i;
+  }
+  EXPECT_EQ(chip_.stats().mxu_rows, 3ull * m);
+  EXPECT_EQ(chip_.stats().vec_rows, m);
+}
+
+// Every vector op, 3 rows, against vpu_row; b plain or broadcast, a from VMEM or the
+// accumulators, one in-place case.
+TEST_F(ChipModelTest, EveryVectorOpMatchesVpuRow) {
+  const unsigned rows = 3;
+  // VMEM: a at 0.., b at 8.., the mask at 16.., dst at 24..; accumulators: set with one matmul
+  // by the identity so that ACC[0..2] hold known values.
+  auto data = random_words(std::size_t{24} * n_, true);
+  for (unsigned j = 0; j < n_; ++j) data[(16 + 1) * n_ + j] = j % 3 == 0 ? 0u : data[(16 + 1) * n_ + j];
+  chip_.write_hbm(0, data);
+  std::vector<uint32_t> eye(std::size_t{n_} * n_, 0u);
+  for (unsigned i = 0; i < n_; ++i) eye[i * n_ + i] = 0x3f80u;
+  chip_.write_hbm(1000, eye);
+  std::vector<uint32_t> act(std::size_t{rows} * n_);
+  for (auto& x : act) x = Bf16::from_float(std::uniform_real_distribution<float>(-8, 8)(rng_)).bits;
+  chip_.write_hbm(2000, act);
+  expect_ok(run({dma(Op::dma_ld, 100, 1000, 1, n_, 0), dma(Op::dma_ld, 200, 2000, 1, rows, 0, 0, 1), lw(100, 1),
+                 mm(200, 0, rows, false), halt()}));
+
+  const uint32_t imm = 0x3fc00000u;  // 1.5: the vscale factor
+  for (const auto& d : tp::isa::kInstrs) {
+    if (d.unit != tp::isa::Unit::vec) continue;
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE(std::string(d.name) + " variant " + std::to_string(variant));
+      const bool bcast = variant == 1, from_acc = variant == 2;
+      VecArgs v{.dst = 24, .b = 8, .rows = rows, .a_acc = from_acc, .b_bcast = bcast};
+      v.imm = d.op == Op::vsel ? 16 : imm;
+      v.wait = 1;
+      expect_ok(run({dma(Op::dma_ld, 0, 0, 1, 24, 0, 0, 1), vec(d.op, v), halt()}));
+      for (unsigned i = 0; i < rows; ++i) {
+        const auto a = from_acc ? chip_.acc_row(i) : std::span<const uint32_t>(data).subspan(i * n_, n_);
+        const auto b = std::span<const uint32_t>(data).subspan((8 + (bcast ? 0 : i)) * n_, n_);
+        const auto m = std::span<const uint32_t>(data).subspan((16 + i) * n_, n_);
+        std::vector<uint32_t> want(n_);
+        vpu_row(d.op, a, b, m, static_cast<uint32_t>(v.imm), want);
+        const auto got = vrow(24 + i);
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "row " << i;
+      }
+    }
+  }
+  // In place: a = dst.
+  expect_ok(run({dma(Op::dma_ld, 0, 0, 1, 24, 0, 0, 1),
+                 vec(Op::vadd, {.dst = 0, .a = 0, .b = 8, .rows = rows, .wait = 1}), halt()}));
+  for (unsigned i = 0; i < rows; ++i) {
+    std::vector<uint32_t> want(n_);
+    vpu_row(Op::vadd, std::span<const uint32_t>(data).subspan(i * n_, n_),
+            std::span<const uint32_t>(data).subspan((8 + i) * n_, n_), {}, 0, want);
+    const auto got = vrow(i);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "in place, row " << i;
+  }
+}
+
+// A vector op that comes first in program order waits for a later load through a semaphore;
+// a fence orders two queues; a semaphore counts.
+TEST_F(ChipModelTest, SemaphoresOrderQueues) {
+  const auto x = random_words(std::size_t{4} * n_);
+  chip_.write_hbm(0, x);
+  const auto r = run({
+      vec(Op::vmov, {.dst = 20, .a = 0, .rows = 2, .wait = 1, .signal = 2}),  // needs both loads
+      vec(Op::vmov, {.dst = 22, .a = 2, .rows = 2, .wait = 1, .signal = 2}),
+      dma(Op::dma_ld, 0, 0, 1, 2, 0, 0, 1),  // signals 1 (count 1)
+      dma(Op::dma_ld, 2, 2, 1, 2, 0, 0, 1),  // signals 1 (count 2)
+      fence(3, 2),                           // store queue: takes 2
+      fence(3, 2, 3),                        // ... and again, then 3
+      dma(Op::dma_st, 20, 50, 1, 4, 0, 3),   // after both vmovs
+      halt(),
+  });
+  expect_ok(r);
+  EXPECT_EQ(r.steps, 7u);
+  EXPECT_EQ(chip_.read_hbm(50, 4), x);
+}
+
+TEST_F(ChipModelTest, WatchdogStopsAndResumes) {
+  chip_.write_hbm(0, random_words(n_));
+  chip_.load(program(std::vector<Instr>{dma(Op::dma_ld, 0, 0, 1, 1, 0), dma(Op::dma_st, 0, 9, 1, 1, 0), halt()}));
+  const auto r1 = chip_.run(1);
+  EXPECT_FALSE(r1.done);
+  EXPECT_EQ(r1.steps, 1u);
+  const auto r2 = chip_.run();
+  expect_ok(r2);
+  EXPECT_EQ(r2.steps, 2u);
+  EXPECT_EQ(r2.pc, 2u);  // the halt
+  EXPECT_EQ(chip_.read_hbm(9, 1), chip_.read_hbm(0, 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChipModel: errors, each with its PC
+
+TEST_F(ChipModelTest, IllegalOpcode) {
+  Word bad = tp::isa::encode(halt());
+  bad[1] = (bad[1] & ~(uint64_t{0x3f} << 58)) | (uint64_t{6} << 58);  // opcode 6 is not in the table
+  chip_.load(program(std::vector<Word>{tp::isa::encode(fence(0)), bad, tp::isa::encode(halt())}));
+  const auto r = chip_.run();
+  EXPECT_EQ(r.err, Err::illegal_opcode);
+  EXPECT_EQ(r.pc, 1u);
+}
+
+TEST_F(ChipModelTest, BadField) {
+  Word bad = tp::isa::encode(halt());
+  bad[0] |= 1;  // halt has no fields: bit 0 is reserved
+  chip_.load(program(std::vector<Word>{bad}));
+  EXPECT_EQ(chip_.run().err, Err::bad_field);
+  expect_error({fence(1), dma(Op::dma_ld, 0, 0, 1, 0, 0), halt()}, Err::bad_field, 1);  // cols == 0
+  expect_error({dma(Op::dma_st, 0, 0, 0, 1, 0), halt()}, Err::bad_field, 0);            // rows == 0
+  // rows == 0 comes before the range checks.
+  expect_error({vec(Op::vadd, {.dst = 1u << 19, .a = 0, .b = 0, .rows = 0}), halt()}, Err::bad_field, 0);
+}
+
+TEST_F(ChipModelTest, VmemRange) {
+  const uint64_t vr = preset_.chip.vmem_rows;
+  expect_ok(run({dma(Op::dma_ld, vr - 2, 0, 1, 2, 0), halt()}));  // exactly fits
+  expect_error({fence(0), dma(Op::dma_ld, vr - 2, 0, 1, 3, 0), halt()}, Err::vmem_range, 1);
+  expect_error({lw(vr - n_ + 1), halt()}, Err::vmem_range, 0);
+  expect_error({vec(Op::vadd, {.dst = 0, .a = 8, .b = vr - 1, .rows = 2}), halt()}, Err::vmem_range, 0);
+  expect_error({vec(Op::vsel, {.dst = 0, .a = 8, .b = 16, .rows = 2, .imm = vr - 1}), halt()}, Err::vmem_range, 0);
+  // b is not checked for an op that does not use it; a broadcast b is one row.
+  expect_ok(run({vec(Op::vrelu, {.dst = 0, .a = 8, .b = vr + 5, .rows = 2}), halt()}));
+  expect_ok(run({vec(Op::vadd, {.dst = 0, .a = 8, .b = vr - 1, .rows = 2, .b_bcast = true}), halt()}));
+  // The range checks come before overlap.
+  expect_error({vec(Op::vadd, {.dst = vr - 1, .a = vr - 2, .b = 0, .rows = 2}), halt()}, Err::vmem_range, 0);
+}
+
+TEST_F(ChipModelTest, HbmRange) {
+  const uint64_t hb = preset_.chip.hbm_beats;
+  expect_ok(run({dma(Op::dma_ld, 0, hb - 1 - 2 * 7, 3, 1, 7), halt()}));  // last beat is hb - 1
+  expect_error({dma(Op::dma_ld, 0, hb - 2 * 7, 3, 1, 7), halt()}, Err::hbm_range, 0);
+  expect_error({dma(Op::dma_st, 0, hb - 1, 1, 2, 0), halt()}, Err::hbm_range, 0);
+  // vmem_range is checked first.
+  expect_error({dma(Op::dma_st, preset_.chip.vmem_rows, hb, 1, 1, 0), halt()}, Err::vmem_range, 0);
+}
+
+TEST_F(ChipModelTest, AccRange) {
+  const uint64_t ar = preset_.mxu.acc_rows;
+  expect_error({lw(0), mm(0, ar - 1, 2, false), halt()}, Err::acc_range, 1);
+  expect_error({vec(Op::vmov, {.dst = 0, .a = ar - 1, .rows = 2, .a_acc = true}), halt()}, Err::acc_range, 0);
+  expect_ok(run({vec(Op::vmov, {.dst = 0, .a = ar - 2, .rows = 2, .a_acc = true}), halt()}));
+}
+
+TEST_F(ChipModelTest, Overlap) {
+  expect_error({vec(Op::vadd, {.dst = 10, .a = 12, .b = 40, .rows = 4}), halt()}, Err::overlap, 0);
+  expect_error({vec(Op::vadd, {.dst = 10, .a = 40, .b = 13, .rows = 4}), halt()}, Err::overlap, 0);
+  expect_error({vec(Op::vadd, {.dst = 10, .a = 40, .b = 11, .rows = 4, .b_bcast = true}), halt()}, Err::overlap, 0);
+  expect_error({vec(Op::vsel, {.dst = 10, .a = 40, .b = 50, .rows = 4, .imm = 7}), halt()}, Err::overlap, 0);
+  expect_error({vec(Op::vadd, {.dst = 10, .a = 10, .b = 10, .rows = 1, .b_bcast = false}), fence(0),
+                vec(Op::vadd, {.dst = 10, .a = 10, .b = 11, .rows = 2})},
+               Err::overlap, 2);
+  // Exactly in place or disjoint is fine; a from the accumulators is no VMEM source.
+  expect_ok(run({vec(Op::vadd, {.dst = 10, .a = 10, .b = 10, .rows = 4}), halt()}));
+  expect_ok(run({vec(Op::vadd, {.dst = 10, .a = 14, .b = 6, .rows = 4}), halt()}));
+  expect_ok(run({vec(Op::vadd, {.dst = 10, .a = 10, .b = 10, .rows = 1, .b_bcast = true}), halt()}));
+  expect_ok(run({vec(Op::vmov, {.dst = 10, .a = 11, .rows = 4, .a_acc = true}), halt()}));
+  expect_ok(run({vec(Op::vrelu, {.dst = 10, .a = 0, .b = 11, .rows = 4}), halt()}));  // b unused
+}
+
+TEST_F(ChipModelTest, MxuSequence) {
+  expect_error({fence(1), mm(0, 0, 1, false), halt()}, Err::mxu_no_weights, 1);
+  expect_error({lw(0), mm(0, 0, 1, false), lw(0), lw(0), halt()}, Err::mxu_weights_unused, 3);
+  expect_ok(run({lw(0), mm(0, 0, 1, false), mm(0, 1, 1, false), lw(0), mm(0, 0, 1, true), halt()}));
+  // An lw that is out of range is a vmem_range, not a sequence error (the range checks come first).
+  expect_error({lw(0), lw(preset_.chip.vmem_rows), halt()}, Err::vmem_range, 1);
+}
+
+TEST_F(ChipModelTest, Deadlock) {
+  // Two queue heads wait on semaphores nobody signals; the PC is the smaller of the two.
+  expect_error({dma(Op::dma_ld, 0, 0, 1, 1, 0), dma(Op::dma_st, 0, 0, 1, 1, 0, 5), vec(Op::vmov, {.wait = 4}), halt()},
+               Err::deadlock, 1);
+  // The front end stalled on a full queue counts too: queue+1 vector instructions wait on a
+  // semaphore that only the load after them signals, so the load is never fetched.
+  std::vector<Instr> prog;
+  for (unsigned k = 0; k <= preset_.chip.queue; ++k) prog.push_back(vec(Op::vmov, {.dst = 10 + k, .wait = 1}));
+  prog.push_back(dma(Op::dma_ld, 0, 0, 1, 1, 0, 0, 1));
+  prog.push_back(halt());
+  expect_error(prog, Err::deadlock, 0);
+  // With one vector instruction fewer, the load is dispatched and signals once: the first
+  // vector instruction runs, the next one waits forever.
+  prog.erase(prog.begin());
+  expect_error(prog, Err::deadlock, 1);
+}
+
+TEST_F(ChipModelTest, NoHalt) {
+  expect_error({fence(0), fence(2)}, Err::no_halt, 2);
+  chip_.load(program(std::vector<Word>{}));
+  const auto r = chip_.run();
+  EXPECT_EQ(r.err, Err::no_halt);
+  EXPECT_EQ(r.pc, 0u);
+}
+
+TEST_F(ChipModelTest, LoadChecksPresetAndLength) {
+  tp::isa::Program p = program(std::vector<Instr>{halt()});
+  p.fingerprint ^= 1;
+  EXPECT_THROW(chip_.load(p), tp::isa::IsaError);
+  p = program(std::vector<Instr>(preset_.chip.imem_words + 1, halt()));
+  EXPECT_THROW(chip_.load(p), std::invalid_argument);
+  EXPECT_THROW(chip_.run(), std::logic_error);  // nothing loaded
+}
+
+TEST(ChipModel, SparseHbmOnALargePreset) {
+  const tp::Preset v2 = tp::load_preset("v2");
+  ChipModel chip(v2);
+  const unsigned n = chip.lanes();
+  const uint64_t last = v2.chip.hbm_beats - 1;
+  std::vector<uint32_t> beat(n);
+  for (unsigned j = 0; j < n; ++j) beat[j] = 0x1000u + j;
+  chip.write_hbm(last, beat);
+  EXPECT_EQ(chip.read_hbm(last, 1), beat);
+  EXPECT_EQ(chip.read_hbm(last - 1, 1), std::vector<uint32_t>(n, 0u));  // unwritten
+  EXPECT_EQ(chip.read_hbm(12345678, 2), std::vector<uint32_t>(2 * n, 0u));
+  EXPECT_THROW(chip.write_hbm(last, std::vector<uint32_t>(2 * n)), std::out_of_range);
+  EXPECT_THROW(chip.read_hbm(last, 2), std::out_of_range);
+  EXPECT_THROW(chip.read_hbm(~uint64_t{0}, 2), std::out_of_range);
+  EXPECT_THROW(chip.write_hbm(0, std::vector<uint32_t>(n + 1)), std::invalid_argument);
+}
+
+}  // namespace
