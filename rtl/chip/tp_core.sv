@@ -280,7 +280,7 @@ module tp_core
     end else if (running_o) begin
       cnt_q    <= cnt_d;
       cycles_q <= cycles_q + 1;
-      instrs_q <= instrs_q + 64'(dispatch);
+      instrs_q <= instrs_q + 64'(dispatch || (state_q == Run && fetch_ok && chk == ErrNone && op == OpHalt));
     end
   end
   always_comb begin

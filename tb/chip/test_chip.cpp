@@ -220,4 +220,112 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Stalls, ChipRandom, ::testing::Values(0.0, 0.3),
                          [](const auto& info) { return info.param == 0.0 ? std::string("none") : "memory"; });
 
+
+// ---- bad programs: the same error code and PC on both backends, never a hang ----------------
+struct BadProgram {
+  const char* name;
+  Err err;
+  uint32_t pc;
+  std::string text;  // may use the constants fill() defines
+};
+void PrintTo(const BadProgram& b, std::ostream* os) { *os << b.name; }
+
+// The preset's sizes as assembler constants V (VMEM rows), A (accumulator rows), H (HBM beats),
+// N (lanes) and LW (the first VMEM row a weight tile does not fit at).
+std::string fill(const std::string& t) {
+  const auto& p = preset();
+  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n", p.chip.vmem_rows,
+                     p.mxu.acc_rows, p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1) +
+         t;
+}
+
+class ChipErrors : public ::testing::TestWithParam<BadProgram> {};
+
+TEST_P(ChipErrors, SameErrorOnBothBackends) {
+  const BadProgram& bad = GetParam();
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  Both both(stimulus(seed));
+  both.run(assemble(fill(bad.text)), 200'000);
+  both.expect_same(16, bad.name);
+  EXPECT_EQ(tp::isa::err_name(static_cast<Err>(both.rtl_run.err)), tp::isa::err_name(bad.err)) << bad.name;
+  EXPECT_EQ(both.rtl_run.pc, bad.pc) << bad.name;
+}
+
+const BadProgram kBad[] = {
+    {"illegal_opcode", Err::illegal_opcode, 1, "dma.ld 0, 0, 1, 1, 1\n.word 0, 0xfc00000000000000\nhalt\n"},
+    {"reserved_bits", Err::bad_field, 0, ".word 0x100000, 0x0400000000000000\nhalt\n"},  // mxu.lw, bit 20 set
+    {"zero_rows", Err::bad_field, 1, "fence load\ndma.ld 0, 0, 0, 1, 1\nhalt\n"},
+    {"zero_cols", Err::bad_field, 0, "dma.st 0, 0, 1, 0, 1\nhalt\n"},
+    {"vmem_range_dma", Err::vmem_range, 0, "dma.ld V-4, 0, 2, 3, 3\nhalt\n"},
+    {"hbm_range_dma", Err::hbm_range, 0, "dma.st 0, H-10, 2, 1, 10\nhalt\n"},
+    {"hbm_range_huge_stride", Err::hbm_range, 0, "dma.ld 0, 0, 3, 1, 0xffffffff\nhalt\n"},
+    {"vmem_range_lw", Err::vmem_range, 0, "mxu.lw LW\nhalt\n"},
+    {"acc_range_mm", Err::acc_range, 1, "mxu.lw 0\nmxu.mm 0, A-1, 2\nhalt\n"},
+    {"acc_range_vec", Err::acc_range, 0, "vmov 0, A, 1, a_acc=1\nhalt\n"},
+    {"vmem_range_vec_b", Err::vmem_range, 0, "vadd 0, 8, 4, b=V-3\nhalt\n"},
+    {"vmem_range_mask", Err::vmem_range, 0, "vsel 0, 8, 4, b=16, imm=V\nhalt\n"},
+    {"overlap", Err::overlap, 0, "vadd 10, 8, 4, b=20\nhalt\n"},
+    {"overlap_bcast", Err::overlap, 0, "vadd 8, 0, 4, b=9, b_bcast=1\nhalt\n"},
+    {"mxu_no_weights", Err::mxu_no_weights, 0, "mxu.mm 0, 0, 4\nhalt\n"},
+    {"mxu_weights_unused", Err::mxu_weights_unused, 1, "mxu.lw 0\nmxu.lw 0\nhalt\n"},
+    {"no_halt", Err::no_halt, 2, "dma.ld 0, 0, 1, 1, 1\nvmov 8, 0, 1\n"},
+    {"deadlock_never_signalled", Err::deadlock, 1, "dma.ld 0, 0, 1, 1, 1 signal=1\nvmov 8, 0, 1 wait=2\nhalt\n"},
+    // Unbalanced: two waits, one signal. The second wait never gets a count.
+    {"deadlock_unbalanced", Err::deadlock, 2,
+     "dma.ld 0, 0, 1, 1, 1 signal=3\nvmov 8, 0, 1 wait=3\nvmov 9, 0, 1 wait=3\nhalt\n"},
+    // The store queue waits on the vector queue, which waits on the store queue.
+    {"deadlock_cycle", Err::deadlock, 0, "vmov 8, 0, 1 wait=1 signal=2\ndma.st 8, 0, 1, 1, 1 wait=2 signal=1\nhalt\n"},
+};
+INSTANTIATE_TEST_SUITE_P(Bad, ChipErrors, ::testing::ValuesIn(kBad),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// A memory error on a DMA read stops the chip with mem_error at the DMA's PC (RTL only: the
+// interpreter's memory has no faults).
+TEST(Chip, MemoryErrorStopsTheChip) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset().mxu.n, stimulus(seed));
+  rtl.fail_beat(5);
+  rtl.load(assemble("dma.ld 0, 0, 4, 1, 1\ndma.ld 8, 2, 4, 1, 1 signal=1\nfence vec wait=1\nhalt\n").code);
+  const auto r = rtl.run(100'000);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(tp::isa::err_name(static_cast<Err>(r.err)), "mem_error");
+  EXPECT_EQ(r.pc, 1u);
+}
+
+// Counters: every cycle of every unit is counted once, the bytes are the program's, and the
+// MXU rows are the program's.
+TEST(Chip, CountersAddUp) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset().mxu.n, stimulus(seed));
+  const unsigned n = preset().mxu.n;
+  rtl.write_mem(0, random_words(rng, 64 * n));
+  rtl.load(assemble(fill(R"(
+    dma.ld 0, 0, N, 1, 1 signal=1
+    dma.ld 64, 32, 20, 1, 1 signal=2
+    mxu.lw 0 wait=1
+    mxu.mm 64, 0, 20 wait=2 signal=3
+    vmov 128, 0, 20, a_acc=1 wait=3 signal=4
+    dma.st 128, 1000, 20, 1, 1 wait=4
+    halt
+  )")).code);
+  const auto r = rtl.run(100'000);
+  ASSERT_TRUE(r.done);
+  ASSERT_EQ(r.err, 0);
+  namespace c = tp::tb::ctr;
+  const uint64_t cycles = rtl.counter(c::kCycles);
+  EXPECT_GT(cycles, 20u);
+  for (unsigned u = 0; u < 4; ++u) {
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < 4; ++k) sum += rtl.counter(c::kUnitBase + 4 * u + k);
+    EXPECT_EQ(sum, cycles) << c::kUnits[u];
+  }
+  EXPECT_EQ(rtl.counter(c::kBytesLoaded), uint64_t{n + 20} * n * 4);
+  EXPECT_EQ(rtl.counter(c::kBytesStored), uint64_t{20} * n * 4);
+  EXPECT_EQ(rtl.counter(c::kMxuRows), 20u);
+  EXPECT_EQ(rtl.counter(c::kVpuRows), 20u);
+  EXPECT_EQ(rtl.counter(c::kInstrs), 7u);
+  EXPECT_GT(rtl.counter(c::kUnitBase + 4 * 2 + 1), 0u) << "the vector queue waited on its semaphore";
+}
+
 }  // namespace
