@@ -7,15 +7,16 @@ build=$1 test=$2 seed=${3:-} preset=${4:-}
 
 # A CTest name carries the preset first; otherwise PRESET (the default preset unless given).
 first=${test%%.*}
-if [ -x "$build/tb/test_mxu_$first" ] && [ "$test" != "$first" ]; then
+if compgen -G "$build/tb/test_*_$first" >/dev/null && [ "$test" != "$first" ]; then
   preset=$first
   test=${test#*.}
 fi
-[ -x "$build/tb/test_mxu_$preset" ] || { echo "wave: no test binary for preset '$preset' (tests cover: $(ls "$build"/tb | sed -n 's/^test_mxu_//p' | tr '\n' ' '))" >&2; exit 2; }
-# That preset's MXU tests first, then the preset-independent ones.
-bins=("$build/tb/test_mxu_$preset")
+compgen -G "$build/tb/test_*_$preset" >/dev/null || { echo "wave: no test binary for preset '$preset' (tests cover: $(ls "$build"/tb | sed -n 's/^test_mxu_//p' | tr '\n' ' '))" >&2; exit 2; }
+# That preset's tests first (MXU, chip, ...), then the preset-independent ones.
+bins=()
+for f in "$build"/tb/test_*_"$preset"; do [ -x "$f" ] && bins+=("$f"); done
 for f in "$build"/tb/test_*; do
-  case "$f" in */test_mxu_*) ;; *) [ -x "$f" ] && bins+=("$f") ;; esac
+  case " ${bins[*]} " in *" $f "*) ;; *) [ -x "$f" ] && bins+=("$f") ;; esac
 done
 
 for bin in "${bins[@]}"; do
@@ -25,14 +26,17 @@ for bin in "${bins[@]}"; do
     status=0
     [ -n "$seed" ] && export TP_SEED=$seed
     TP_WAVES="$build/waves" "$bin" --gtest_filter="$test" || status=$?
-    for fst in $(find "$build/waves" -name "$preset.${test//\*/}*.fst" -newer "$bin"); do
+    # The GTKWave template of the block the test drives.
+    case "$(basename "$bin")" in test_chip_*) tmpl=scripts/chip.gtkw ;; *) tmpl=scripts/mxu.gtkw ;; esac
+    pattern=${test//\*/}
+    for fst in $(find "$build/waves" -name "$preset.${pattern//\//_}*.fst" -newer "$bin"); do
       gtkw=${fst%.fst}.gtkw
       if command -v fst2vcd >/dev/null; then
-        scripts/gtkw_for.sh "$fst" scripts/mxu.gtkw "$gtkw" >/dev/null
+        scripts/gtkw_for.sh "$fst" "$tmpl" "$gtkw" >/dev/null
         echo "wave: view with  gtkwave $fst $gtkw"
       else
         echo "wave: wrote $fst; to view it: apt-get install gtkwave, then"
-        echo "        scripts/gtkw_for.sh $fst scripts/mxu.gtkw $gtkw && gtkwave $fst $gtkw"
+        echo "        scripts/gtkw_for.sh $fst $tmpl $gtkw && gtkwave $fst $gtkw"
       fi
     done
     exit $status

@@ -351,7 +351,7 @@ void ChipModel::execute(unsigned q) {
   stats_.est_cycles = std::max(stats_.est_cycles, complete);
 
   if (in.signal != 0) {
-    if (sems_[in.signal] >= 65535) return fail(Err::sem_overflow, e.pc);
+    if (sems_[in.signal] >= 65535) return fail(Err::sem_overflow, 0xffffffffu);  // PC not tracked (docs/chip.md)
     ++sems_[in.signal];
     tokens_[in.signal].push_back(complete);
   }

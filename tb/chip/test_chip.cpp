@@ -69,7 +69,7 @@ tp::tb::ChipStimulus stimulus(uint64_t seed, double stall = 0.0) {
   s.req_stall = stall;
   s.rsp_stall = stall;
   s.seed = seed;
-  s.wave_file = tp::tb::wave_path(tp::tb::current_test_name());
+  s.wave_file = tp::tb::wave_path(std::string(TP_PRESET) + "." + tp::tb::current_test_name());
   return s;
 }
 

@@ -1,0 +1,83 @@
+// The RTL backend of the driver for one preset (compiled once per preset with TP_PRESET,
+// TP_CHIP_HEADER and TP_CHIP_CLASS): the Verilated chip behind tp::driver::Chip. It registers
+// itself from a static initializer; it is built as an object library so the linker keeps it.
+//
+// Every run starts from reset (the memory model keeps its contents), loads the program through
+// the host registers, starts the chip and clocks it until done, an error or the timeout. Waves:
+// set TP_WAVES=<dir> and each run writes <dir>/rtl_<preset>_run<k>.fst.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include TP_CHIP_HEADER
+#include "chip_harness.h"
+#include "driver.h"
+
+namespace {
+
+class RtlChip final : public tp::driver::Chip {
+ public:
+  explicit RtlChip(const tp::Preset& p) : Chip(p) {}
+
+  void write(uint64_t beat, std::span<const uint32_t> words) override {
+    if (words.size() % lanes() != 0)
+      throw tp::driver::DriverError(
+          fmt::format("write: {} words is not a whole number of {}-lane beats", words.size(), lanes()));
+    check_hbm_range(beat, words.size() / lanes(), "write");
+    harness().write_mem(beat, words);
+  }
+  std::vector<uint32_t> read(uint64_t beat, uint64_t beats) override {
+    check_hbm_range(beat, beats, "read");
+    return harness().read_mem(beat, beats);
+  }
+  void load(const tp::isa::Program& prog) override {
+    check_program(prog);
+    code_ = prog.code;
+    loaded_ = true;
+  }
+  tp::driver::Status run(uint64_t timeout_cycles) override {
+    if (!loaded_) throw tp::driver::DriverError("run: no program loaded");
+    auto& h = harness();
+    h.reset();
+    h.load(code_);
+    const auto r = h.run(timeout_cycles);
+    tp::driver::Status s;
+    s.done = r.done;
+    s.timed_out = r.timed_out;
+    s.err = static_cast<tp::isa::Err>(r.err);
+    s.pc = r.pc;
+    counters_.clear();
+    const auto names = tp::driver::rtl_counter_names();
+    for (unsigned k = 0; k < names.size(); ++k) counters_[std::string(names[k])] = h.counter(k);
+    s.cycles = counters_.at("cycles");
+    return s;
+  }
+  std::map<std::string, uint64_t> counters() override { return counters_; }
+  std::string backend_name() const override { return "rtl"; }
+
+ private:
+  tp::tb::ChipHarness<TP_CHIP_CLASS>& harness() {
+    if (!harness_) {
+      tp::tb::ChipStimulus stim;
+      stim.latency = preset().chip.mem_latency;
+      if (const char* dir = std::getenv("TP_WAVES"); dir && *dir)
+        stim.wave_file = fmt::format("{}/rtl_{}.fst", dir, preset().name);
+      harness_ = std::make_unique<tp::tb::ChipHarness<TP_CHIP_CLASS>>(lanes(), stim);
+    }
+    return *harness_;
+  }
+
+  std::unique_ptr<tp::tb::ChipHarness<TP_CHIP_CLASS>> harness_;
+  std::vector<tp::isa::Word> code_;
+  bool loaded_ = false;
+  std::map<std::string, uint64_t> counters_;
+};
+
+const bool registered = [] {
+  tp::driver::register_backend(tp::driver::Backend::rtl, TP_PRESET,
+                               [](const tp::Preset& p) { return std::make_unique<RtlChip>(p); });
+  return true;
+}();
+
+}  // namespace
