@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include TP_HBM_HEADER
@@ -156,6 +157,56 @@ TEST_F(Hbm, SingleBitErrorsAreCorrectedDoubleBitErrorsReported) {
   EXPECT_EQ(h_->top().cnt_ecc_corrected_o, 4u);
   EXPECT_EQ(h_->top().cnt_ecc_fatal_o, 1u);
   EXPECT_EQ(h_->fatal(), 1u) << "the double-bit error reaches the requester";
+}
+
+// A random injection campaign: bursts written at random places, then stored bits flipped at
+// random (data and check bits alike): single-bit errors in any number of a burst's four
+// codewords, or two bits of one codeword. Every single-bit error must come back corrected (the
+// written data, counted once per burst), every double-bit error reported to the requester.
+TEST_F(Hbm, EccInjectionCampaignCorrectsEverySingleAndDetectsEveryDouble) {
+  constexpr unsigned kBursts = 600;
+  struct Place {
+    unsigned bank, row, col;
+  };
+  std::vector<Place> places;
+  for (unsigned b = 0; b < banks(); ++b)
+    for (unsigned r = 0; r < 4; ++r)
+      for (unsigned c = 0; c < cfg_.columns; ++c) places.push_back({b, r, c});
+  std::shuffle(places.begin(), places.end(), rng_);
+  places.resize(std::min<std::size_t>(kBursts, places.size()));
+  for (const auto& p : places) h_->queue({true, addr(p.bank, p.row, p.col), 0, random_burst(), ~0u, 0});
+  ASSERT_NO_THROW(h_->run());
+  unsigned singles = 0, doubles = 0, flips = 0;
+  for (const auto& p : places) {
+    const unsigned kind = static_cast<unsigned>(rng_() % 4);  // 0 clean, 1-2 single, 3 double
+    if (kind == 3) {
+      const unsigned w = static_cast<unsigned>(rng_() % 4), b0 = static_cast<unsigned>(rng_() % 72);
+      const unsigned b1 = (b0 + 1 + static_cast<unsigned>(rng_() % 71)) % 72;  // a different bit
+      h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + b0);
+      h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + b1);
+      ++doubles;
+      flips += 2;
+    } else if (kind != 0) {
+      bool any = false;
+      for (unsigned w = 0; w < 4; ++w) {
+        if (w < 3 && rng_() % 2 == 0) continue;  // codeword 3 always, the others at random
+        h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + static_cast<unsigned>(rng_() % 72));
+        any = true;
+        ++flips;
+      }
+      singles += any;
+    }
+  }
+  for (const auto& p : places) h_->queue({false, addr(p.bank, p.row, p.col), 1, {}, 0, 0});
+  ASSERT_NO_THROW(h_->run());
+  expect_clean();  // every read without a reported error returned the written data
+  EXPECT_EQ(h_->top().cnt_ecc_corrected_o, singles);
+  EXPECT_EQ(h_->top().cnt_ecc_fatal_o, doubles);
+  EXPECT_EQ(h_->fatal(), doubles) << "each double-bit error reaches the requester";
+  EXPECT_GT(singles, kBursts / 3);
+  EXPECT_GT(doubles, kBursts / 8);
+  fmt::print("{} bursts, {} bits flipped: {} bursts with single-bit errors corrected, {} double-bit errors reported\n",
+             places.size(), flips, singles, doubles);
 }
 
 TEST_F(Hbm, PartialWordMaskIsAnError) {
