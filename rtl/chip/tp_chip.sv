@@ -180,6 +180,7 @@ module tp_chip
     .start_i     (u_start[0]),
     .instr_i     (u_instr[0]),
     .pc_i        (u_pc[0]),
+    .ready_o     (u_ready[0]),
     .idle_o      (u_idle[0]),
     .cmpl_o      (u_cmpl[0]),
     .cmpl_sig_o  (u_sig[0]),
@@ -199,7 +200,6 @@ module tp_chip
     .wr_gnt_i    (v_wr_gnt[0]),
     .cnt_bytes_o (bytes_ld)
   );
-  assign u_ready[0] = u_idle[0];
 
   tp_dma_st #(.W(W)) u_st (
     .clk_i,

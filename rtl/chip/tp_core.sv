@@ -161,8 +161,11 @@ module tp_core
       h_sig[q]   = f_signal(u_instr_o[q]);
       h_fence[q] = f_opcode(u_instr_o[q]) == OpFence;
       wait_ok[q] = (h_wait[q] == 0) || (17'(sem_q[h_wait[q]]) > 17'(taken[h_wait[q]]));
+      // A fence that only waits goes as soon as it has its count. One that signals waits for
+      // its queue to be complete, except in the MXU queue, whose unit orders the signal behind
+      // the work in flight (so the MXU pipeline does not drain).
       go[q] = (state_q == Run || state_q == Halted) && q_valid[q] && wait_ok[q] &&
-              (h_fence[q] ? u_idle_i[q] : u_ready_i[q]);
+              (!h_fence[q] ? u_ready_i[q] : (h_sig[q] == 0 || (q == 1 ? u_ready_i[q] : u_idle_i[q])));
       if (go[q] && h_wait[q] != 0) taken[h_wait[q]] = taken[h_wait[q]] + 1;
     end
     // A count past 65535. Which completion overflowed is not tracked: the error PC is all ones.
@@ -171,7 +174,7 @@ module tp_core
     for (int s = 0; s < 16; s++) sem_next[s] = 17'(sem_q[s]) - 17'(taken[s]);
     for (int q = 0; q < 4; q++) begin
       if (u_cmpl_i[q] && u_cmpl_sig_i[q] != 0) sem_next[u_cmpl_sig_i[q]] = sem_next[u_cmpl_sig_i[q]] + 1;
-      if (go[q] && h_fence[q] && h_sig[q] != 0) sem_next[h_sig[q]] = sem_next[h_sig[q]] + 1;
+      if (go[q] && h_fence[q] && q != 1 && h_sig[q] != 0) sem_next[h_sig[q]] = sem_next[h_sig[q]] + 1;
     end
     for (int s = 1; s < 16; s++) begin
       if (sem_next[s] > 17'd65535) sem_over = 1'b1;
@@ -181,7 +184,7 @@ module tp_core
   end
   assign q_pop = go;
   for (genvar q = 0; q < 4; q++) begin : gen_start
-    assign u_start_o[q] = go[q] && !h_fence[q];
+    assign u_start_o[q] = go[q] && (!h_fence[q] || (q == 1 && h_sig[q] != 0));
   end
 
   // ---- done, errors, deadlock ---------------------------------------------------------------

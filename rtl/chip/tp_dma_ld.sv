@@ -1,6 +1,8 @@
 // Load DMA (docs/chip.md): dma.ld copies a 2D block of HBM beats into consecutive VMEM rows.
 // Requests go out one beat per cycle as the memory takes them; responses come back in order and
-// are written into VMEM as the bank arbiter lets them. One instruction at a time.
+// are written into VMEM as the bank arbiter lets them. The next instruction's requests go out
+// while the previous one's data still arrives (two instructions in flight), so the memory's
+// latency is paid once per stream of loads, not once per load.
 module tp_dma_ld
   import tp_isa_pkg::*;
 #(
@@ -11,8 +13,9 @@ module tp_dma_ld
   input  logic         start_i,
   input  instr_t       instr_i,
   input  logic [31:0]  pc_i,
+  output logic         ready_o,   // can take the next instruction
   output logic         idle_o,
-  output logic         cmpl_o,    // the instruction completed this cycle
+  output logic         cmpl_o,    // the oldest instruction completed this cycle
   output logic [3:0]   cmpl_sig_o,
   output logic         moving_o,  // a beat was requested or written this cycle
   output logic         err_o,     // the memory answered with an error
@@ -33,74 +36,91 @@ module tp_dma_ld
   output logic [63:0]  cnt_bytes_o
 );
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
-  logic        busy_q;
-  logic [31:0] total_q, issued_q, written_q, row_q, hstride_q;
-  logic [11:0] col_q, cols_q;
-  logic [19:0] vaddr_q;
-  logic [3:0]  sig_q;
-  logic [31:0] pc_q;
-  logic [63:0] bytes_q;
-  logic        req_fire, wr_fire;
+  // An instruction's write side: where its rows go, how many, what to signal.
+  localparam int unsigned DW = 20 + 32 + 4 + 32;
 
-  assign idle_o      = !busy_q;
-  assign req_valid_o = busy_q && (issued_q != total_q);
+  // Request side: one instruction's beats, one per cycle as the memory takes them.
+  logic        req_busy_q;
+  logic [31:0] total_q, issued_q, row_q, hstride_q;
+  logic [11:0] col_q, cols_q;
+  logic        req_fire, wr_fire;
+  // Write side: the instructions whose requests are out, oldest first.
+  logic          d_in_ready, d_valid, d_pop;
+  logic [DW-1:0] d_in, d_out;
+  logic [19:0]   d_vaddr;
+  logic [31:0]   d_total, d_pc, written_q;
+  logic [3:0]    d_sig;
+  logic [63:0]   bytes_q;
+
+  assign d_in = {dma_vaddr(instr_i), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};
+  tp_fifo #(.Width(DW), .Depth(2)) u_desc (
+    .clk_i,
+    .rst_ni,
+    .valid_i (start_i),
+    .ready_o (d_in_ready),
+    .data_i  (d_in),
+    .valid_o (d_valid),
+    .ready_i (d_pop),
+    .data_o  (d_out)
+  );
+  assign {d_vaddr, d_total, d_sig, d_pc} = d_out;
+
+  // The next instruction's requests start while the previous one's data is still arriving.
+  assign ready_o     = !req_busy_q && d_in_ready;
+  assign idle_o      = !req_busy_q && !d_valid;
+  assign req_valid_o = req_busy_q;
   assign req_addr_o  = row_q + 32'(col_q);
   assign req_fire    = req_valid_o && req_ready_i;
-  assign wr_req_o    = busy_q && rsp_valid_i;
-  assign wr_addr_o   = vaddr_q + 20'(written_q);
+  assign wr_req_o    = d_valid && rsp_valid_i;
+  assign wr_addr_o   = d_vaddr + 20'(written_q);
   assign wr_data_o   = rsp_data_i;
   assign rsp_ready_o = wr_gnt_i;
   assign wr_fire     = wr_req_o && wr_gnt_i;
+  assign d_pop       = wr_fire && (written_q + 1 == d_total);
   assign moving_o    = req_fire || wr_fire;
-  assign cmpl_o      = busy_q && wr_fire && (written_q + 1 == total_q);
-  assign cmpl_sig_o  = sig_q;
-  assign err_pc_o    = pc_q;
+  assign cmpl_o      = d_pop;
+  assign cmpl_sig_o  = d_sig;
   assign cnt_bytes_o = bytes_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      busy_q    <= 1'b0;
-      total_q   <= '0;
-      issued_q  <= '0;
-      written_q <= '0;
-      row_q     <= '0;
-      hstride_q <= '0;
-      col_q     <= '0;
-      cols_q    <= '0;
-      vaddr_q   <= '0;
-      sig_q     <= '0;
-      pc_q      <= '0;
-      err_o     <= 1'b0;
-      bytes_q   <= '0;
+      req_busy_q <= 1'b0;
+      total_q    <= '0;
+      issued_q   <= '0;
+      row_q      <= '0;
+      hstride_q  <= '0;
+      col_q      <= '0;
+      cols_q     <= '0;
+      written_q  <= '0;
+      err_o      <= 1'b0;
+      err_pc_o   <= '0;
+      bytes_q    <= '0;
     end else begin
       if (start_i) begin
-        busy_q    <= 1'b1;
-        total_q   <= 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
-        issued_q  <= '0;
-        written_q <= '0;
-        row_q     <= dma_haddr(instr_i);
-        hstride_q <= dma_hstride(instr_i);
-        col_q     <= '0;
-        cols_q    <= dma_cols(instr_i);
-        vaddr_q   <= dma_vaddr(instr_i);
-        sig_q     <= f_signal(instr_i);
-        pc_q      <= pc_i;
-      end else begin
-        if (req_fire) begin
-          issued_q <= issued_q + 1;
-          if (col_q + 1 == cols_q) begin
-            col_q <= '0;
-            row_q <= row_q + hstride_q;
-          end else begin
-            col_q <= col_q + 1;
-          end
+        req_busy_q <= 1'b1;
+        total_q    <= 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
+        issued_q   <= '0;
+        row_q      <= dma_haddr(instr_i);
+        hstride_q  <= dma_hstride(instr_i);
+        col_q      <= '0;
+        cols_q     <= dma_cols(instr_i);
+      end else if (req_fire) begin
+        issued_q <= issued_q + 1;
+        if (issued_q + 1 == total_q) req_busy_q <= 1'b0;
+        if (col_q + 1 == cols_q) begin
+          col_q <= '0;
+          row_q <= row_q + hstride_q;
+        end else begin
+          col_q <= col_q + 1;
         end
-        if (wr_fire) begin
-          written_q <= written_q + 1;
-          bytes_q   <= bytes_q + RowBytes;
-          if (rsp_err_i) err_o <= 1'b1;
+      end
+      if (wr_fire) begin
+        written_q <= d_pop ? '0 : written_q + 1;
+        bytes_q   <= bytes_q + RowBytes;
+        if (rsp_err_i && !err_o) begin  // the first error and its instruction
+          err_o    <= 1'b1;
+          err_pc_o <= d_pc;
         end
-        if (cmpl_o) busy_q <= 1'b0;
       end
     end
   end

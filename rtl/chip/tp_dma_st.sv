@@ -39,7 +39,7 @@ module tp_dma_st
   logic [3:0]  sig_q;
   logic [31:0] pc_q;
   logic [63:0] bytes_q;
-  logic        s_valid, s_idle, req_fire;
+  logic        s_valid, s_idle, s_req_done, req_fire;
 
   tp_rd_stream #(.W(W)) u_rows (
     .clk_i,
@@ -49,6 +49,7 @@ module tp_dma_st
     .count_i  (32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i))),
     .step_i   (1'b1),
     .idle_o   (s_idle),
+    .req_done_o (s_req_done),
     .req_o    (rd_req_o),
     .addr_o   (rd_addr_o),
     .gnt_i    (rd_gnt_i),
@@ -113,6 +114,6 @@ module tp_dma_st
   end
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = s_idle;
+  assign unused_ok = s_idle ^ s_req_done;
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

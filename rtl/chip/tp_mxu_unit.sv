@@ -2,7 +2,8 @@
 // to the row streamer; the two run at the same time, so the next tile's weights load while the
 // current tile streams. Completions (semaphore signals) leave in queue order from a small FIFO:
 // an lw is complete when its n rows are in the MXU's shadow buffer, an mm when its last result
-// row is in the accumulators (the MXU's accumulator-write counter reaches the mm's target).
+// row is in the accumulators (the MXU's accumulator-write counter reaches the mm's target), a
+// fence (that signals) when everything before it is complete.
 module tp_mxu_unit
   import tp_isa_pkg::*;
 #(
@@ -44,15 +45,21 @@ module tp_mxu_unit
   // Completion FIFO entry: {is_mm, target, signal}.
   localparam int unsigned CW = 1 + 64 + 4;
 
-  logic          is_lw, is_mm;
-  logic          w_idle, a_idle, w_busy_q, a_busy_q;
+  logic          is_lw, is_mm, is_fence;
+  logic          w_idle, a_idle, w_busy_q, a_busy, w_req_done;
   logic          w_valid, a_valid;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [N*32-1:0] w_row, a_row;  // the MXU takes bits 15:0 of each lane
   /* verilator lint_on UNUSEDSIGNAL */
-  logic [31:0]   w_left_q, a_left_q, a_idx_q;
-  logic [15:0]   acc_q;
-  logic          accum_q, first_q, new_tile_q;
+  logic [31:0]   w_left_q, a_idx_q;
+  logic          new_tile_q;
+  logic          a_req_done;
+  // Row jobs whose rows are requested or streaming, oldest first: {acc, rows, accumulate, first}.
+  localparam int unsigned JW = 16 + 16 + 1 + 1;
+  logic          j_in_ready, j_valid, j_pop;
+  logic [JW-1:0] j_out;
+  logic [15:0]   j_acc, j_rows;
+  logic          j_accum, j_first;
   logic [63:0]   lw_started_q, lw_done_q, mm_rows_q;
   logic          c_in_ready, c_valid, c_pop;
   logic [CW-1:0] c_in, c_out;
@@ -63,8 +70,11 @@ module tp_mxu_unit
 
   assign is_lw = (f_opcode(instr_i) == OpMxuLw);
   assign is_mm = (f_opcode(instr_i) == OpMxuMm);
-  assign ready_o = c_in_ready && ((is_lw && !w_busy_q) || (is_mm && !a_busy_q));
-  assign idle_o = !w_busy_q && !a_busy_q && !c_valid;
+  assign is_fence = (f_opcode(instr_i) == OpFence);
+  // A fence only queues its signal behind everything started before it.
+  assign ready_o = c_in_ready && ((is_lw && !w_busy_q) || (is_mm && a_req_done && j_in_ready) || is_fence);
+  assign idle_o = !w_busy_q && !a_busy && !c_valid;
+  assign a_busy = !a_idle || j_valid;
 
   // Weight loader.
   tp_rd_stream #(.W(N * 32)) u_w_rows (
@@ -75,6 +85,7 @@ module tp_mxu_unit
     .count_i  (32'(N)),
     .step_i   (1'b1),
     .idle_o   (w_idle),
+    .req_done_o (w_req_done),
     .req_o    (w_req_o),
     .addr_o   (w_addr_o),
     .gnt_i    (w_gnt_i),
@@ -100,6 +111,7 @@ module tp_mxu_unit
     .count_i  (32'(mm_rows(instr_i))),
     .step_i   (1'b1),
     .idle_o   (a_idle),
+    .req_done_o (a_req_done),
     .req_o    (a_req_o),
     .addr_o   (a_addr_o),
     .gnt_i    (a_gnt_i),
@@ -109,23 +121,31 @@ module tp_mxu_unit
     .ready_i  (mxu_a_ready_i),
     .data_o   (a_row)
   );
+  // The next mm's rows are requested while this one's stream: no bubble between row jobs.
+  tp_fifo #(.Width(JW), .Depth(2)) u_jobs (
+    .clk_i,
+    .rst_ni,
+    .valid_i (start_i && is_mm),
+    .ready_o (j_in_ready),
+    .data_i  ({mm_acc(instr_i), mm_rows(instr_i), mm_accumulate(instr_i), new_tile_q}),
+    .valid_o (j_valid),
+    .ready_i (j_pop),
+    .data_o  (j_out)
+  );
+  assign {j_acc, j_rows, j_accum, j_first} = j_out;
   assign mxu_a_valid_o      = a_valid;
-  assign mxu_a_first_o      = first_q && (a_idx_q == 0);
-  assign mxu_a_acc_addr_o   = acc_q + 16'(a_idx_q);
-  assign mxu_a_accumulate_o = accum_q;
+  assign mxu_a_first_o      = j_first && (a_idx_q == 0);
+  assign mxu_a_acc_addr_o   = j_acc + 16'(a_idx_q);
+  assign mxu_a_accumulate_o = j_accum;
   assign a_fire             = a_valid && mxu_a_ready_i;
+  assign j_pop              = a_fire && (a_idx_q + 1 == 32'(j_rows));
   assign moving_o           = w_fire || a_fire;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       w_busy_q     <= 1'b0;
-      a_busy_q     <= 1'b0;
       w_left_q     <= '0;
-      a_left_q     <= '0;
       a_idx_q      <= '0;
-      acc_q        <= '0;
-      accum_q      <= 1'b0;
-      first_q      <= 1'b0;
       new_tile_q   <= 1'b0;
       lw_started_q <= '0;
       lw_done_q    <= '0;
@@ -144,24 +164,15 @@ module tp_mxu_unit
         end
       end
       if (start_i && is_mm) begin
-        a_busy_q   <= 1'b1;
-        a_left_q   <= 32'(mm_rows(instr_i));
-        a_idx_q    <= '0;
-        acc_q      <= mm_acc(instr_i);
-        accum_q    <= mm_accumulate(instr_i);
-        first_q    <= new_tile_q;
         new_tile_q <= 1'b0;
         mm_rows_q  <= mm_rows_q + 64'(mm_rows(instr_i));
-      end else if (a_fire) begin
-        a_left_q <= a_left_q - 1;
-        a_idx_q  <= a_idx_q + 1;
-        if (a_left_q == 1) a_busy_q <= 1'b0;
       end
+      if (a_fire) a_idx_q <= j_pop ? '0 : a_idx_q + 1;
     end
   end
 
   // Completions in queue order.
-  assign c_in = {is_mm, is_mm ? mm_rows_q + 64'(mm_rows(instr_i)) : lw_started_q + 1, f_signal(instr_i)};
+  assign c_in = {is_mm, is_mm ? mm_rows_q + 64'(mm_rows(instr_i)) : lw_started_q + 64'(is_lw), f_signal(instr_i)};
   tp_fifo #(.Width(CW), .Depth(CplDepth)) u_cpl (
     .clk_i,
     .rst_ni,
@@ -179,6 +190,6 @@ module tp_mxu_unit
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = w_idle ^ a_idle;
+  assign unused_ok = w_idle ^ w_req_done;
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

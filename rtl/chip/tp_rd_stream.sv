@@ -1,7 +1,8 @@
 // Streams rows out of a memory with request/grant and a fixed one-cycle read latency (VMEM, or
 // the MXU accumulators): a job is (first address, count, step 0 or 1); rows come out in order
 // on valid/ready. Requests are issued only while the output FIFO has room for every row in
-// flight, so the read data never has to wait.
+// flight, so the read data never has to wait. A new job may start as soon as the previous one
+// has requested its last row; its rows follow the previous job's in the output.
 module tp_rd_stream #(
   parameter int unsigned W     = 256,
   parameter int unsigned AW    = 20,
@@ -9,11 +10,12 @@ module tp_rd_stream #(
 ) (
   input  logic          clk_i,
   input  logic          rst_ni,
-  input  logic          start_i,  // load a job (only while idle_o)
+  input  logic          start_i,  // load a job (only while req_done_o)
   input  logic [AW-1:0] addr_i,
   input  logic [31:0]   count_i,
   input  logic          step_i,   // 1: consecutive rows, 0: the same row count_i times
   output logic          idle_o,   // no row left to request or deliver
+  output logic          req_done_o,  // every row of the job is requested: the next job may start
   output logic          req_o,
   output logic [AW-1:0] addr_o,
   input  logic          gnt_i,
@@ -35,6 +37,7 @@ module tp_rd_stream #(
   assign addr_o = addr_q;
   assign pop    = valid_o && ready_i;
   assign idle_o = (left_q == 0) && (held_q == '0);
+  assign req_done_o = (left_q == 0);
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -69,7 +72,7 @@ module tp_rd_stream #(
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin
     if (rst_ni && rvalid_i && !fifo_ready) $error("tp_rd_stream: read data arrived with the FIFO full");
-    if (rst_ni && start_i && !idle_o) $error("tp_rd_stream: job started while busy");
+    if (rst_ni && start_i && !req_done_o) $error("tp_rd_stream: job started while rows are still requested");
   end
 `endif
   /* verilator lint_off UNUSEDSIGNAL */

@@ -1,6 +1,7 @@
 // Vector memory (docs/chip.md): Rows rows of W bits in Banks banks, row r in bank r % Banks at
 // index r / Banks. Each bank does one read and one write per cycle; the read and write clients
-// that want the same bank in the same cycle are arbitrated round-robin per bank. A read granted
+// that want the same bank in the same cycle are arbitrated per bank: read client 0 first (the
+// MXU's activation stream, which must not miss a cycle), the rest round-robin. A read granted
 // in cycle t returns its row in cycle t+1 (rvalid). A read and a write of the same row in the
 // same cycle return the old row.
 module tp_vmem #(
@@ -61,18 +62,26 @@ module tp_vmem #(
   for (genvar b = 0; b < Banks; b++) begin : gen_bank
     logic [NR-1:0] rreq;
     logic [NW-1:0] wreq;
+    logic [NR-1:0] rreq_rr;
     always_comb begin
       for (int c = 0; c < NR; c++) rreq[c] = rd_req_i[c] && (rd_bank[c] == BW'(b));
       for (int c = 0; c < NW; c++) wreq[c] = wr_req_i[c] && (wr_bank[c] == BW'(b));
+      // Read client 0 has priority; the others share what it leaves, round-robin.
+      rreq_rr = rreq;
+      if (rreq[0]) rreq_rr = '0;
     end
+    logic          rr_any;
+    logic [RIW-1:0] rr_who;
     tp_rr_arb #(.N(NR)) u_rd_arb (
       .clk_i,
       .rst_ni,
-      .req_i       (rreq),
-      .advance_i   (rd_any[b]),
-      .gnt_valid_o (rd_any[b]),
-      .gnt_idx_o   (rd_who[b])
+      .req_i       (rreq_rr),
+      .advance_i   (rr_any),
+      .gnt_valid_o (rr_any),
+      .gnt_idx_o   (rr_who)
     );
+    assign rd_any[b] = rreq[0] || rr_any;
+    assign rd_who[b] = rreq[0] ? '0 : rr_who;
     tp_rr_arb #(.N(NW)) u_wr_arb (
       .clk_i,
       .rst_ni,

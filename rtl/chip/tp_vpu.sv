@@ -42,7 +42,7 @@ module tp_vpu
   logic [63:0] rows_cnt_q;
 
   // Operand streams. Stream 0 (a) reads VMEM or the accumulators.
-  logic [2:0]      s_idle, s_valid, s_req;
+  logic [2:0]      s_idle, s_req_done, s_valid, s_req;
   logic [19:0]     s_addr [3];
   logic [N*32-1:0] s_data [3];
   logic            s_gnt0, s_rvalid0;
@@ -61,6 +61,7 @@ module tp_vpu
     .count_i  (32'(vec_rows(instr_i))),
     .step_i   (1'b1),
     .idle_o   (s_idle[0]),
+    .req_done_o (s_req_done[0]),
     .req_o    (s_req[0]),
     .addr_o   (s_addr[0]),
     .gnt_i    (s_gnt0),
@@ -78,6 +79,7 @@ module tp_vpu
     .count_i  (32'(vec_rows(instr_i))),
     .step_i   (!vec_b_bcast(instr_i)),
     .idle_o   (s_idle[1]),
+    .req_done_o (s_req_done[1]),
     .req_o    (s_req[1]),
     .addr_o   (s_addr[1]),
     .gnt_i    (rd_gnt_i[1]),
@@ -95,6 +97,7 @@ module tp_vpu
     .count_i  (32'(vec_rows(instr_i))),
     .step_i   (1'b1),
     .idle_o   (s_idle[2]),
+    .req_done_o (s_req_done[2]),
     .req_o    (s_req[2]),
     .addr_o   (s_addr[2]),
     .gnt_i    (rd_gnt_i[2]),
@@ -188,6 +191,6 @@ module tp_vpu
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^s_idle;
+  assign unused_ok = ^{s_idle, s_req_done};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

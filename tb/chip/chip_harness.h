@@ -103,7 +103,7 @@ class ChipHarness {
     if (words.size() % lanes_ != 0)
       throw std::invalid_argument(fmt::format("write_mem: {} words is not a whole number of {}-lane beats",
                                               words.size(), lanes_));
-    for (std::size_t k = 0; k < words.size(); ++k) word(beat + k / lanes_, k % lanes_) = words[k];
+    for (std::size_t k = 0; k < words.size(); ++k) word(beat + k / lanes_, static_cast<unsigned>(k % lanes_)) = words[k];
   }
   std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) const {
     std::vector<uint32_t> out(beats * lanes_, 0);
@@ -119,14 +119,14 @@ class ChipHarness {
   void csr_write(uint32_t addr, uint32_t data) {
     top_->csr_valid_i = 1;
     top_->csr_write_i = 1;
-    top_->csr_addr_i = addr;
+    top_->csr_addr_i = static_cast<uint16_t>(addr);
     top_->csr_wdata_i = data;
     tick();
     top_->csr_valid_i = 0;
     top_->csr_write_i = 0;
   }
   uint32_t csr_read(uint32_t addr) {
-    top_->csr_addr_i = addr;
+    top_->csr_addr_i = static_cast<uint16_t>(addr);
     top_->eval();
     return top_->csr_rdata_o;
   }

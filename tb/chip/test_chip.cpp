@@ -116,7 +116,7 @@ TEST(Chip, LoadAddStore) {
 // IN[s] and ACC[s] into T[s] and U[s]; the store queue writes T[s] and U[s] out. Every reuse of a
 // buffer waits, through its own semaphore, for the queue that last read or wrote it, so the
 // program has no race while the queues overlap across iterations.
-enum Sem : unsigned { kW = 1, kLdV, kLdM, kFreeInV, kFreeInM, kMmV, kFreeAcc, kVS, kFreeT };
+enum Sem : unsigned { kNone = 0, kW = 1, kLdV, kLdM, kFreeInV, kFreeInM, kMmV, kFreeAcc, kVS, kFreeT };
 
 struct Gen {
   const tp::Preset& p;
@@ -157,11 +157,11 @@ struct Gen {
       // load
       const unsigned cols = pick(1, 3), rows = std::max(1u, pick(1, R) / cols), k = rows * cols;
       if (i >= 2) fence(0, kFreeInM, 0);
-      auto& ld = emit(Op::dma_ld, i >= 2 ? kFreeInV : 0, kLdV).f;
+      auto& ld = emit(Op::dma_ld, i >= 2 ? kFreeInV : kNone, kLdV).f;
       ld.vaddr = in, ld.haddr = pick(0, 4000), ld.rows = rows, ld.cols = cols, ld.hstride = pick(cols, cols + 5);
       fence(0, 0, kLdM);
       // MXU
-      emit(Op::mxu_lw, i == 0 ? kW : 0).f.vaddr = w0 + n * pick(0, 1);
+      emit(Op::mxu_lw, i == 0 ? kW : kNone).f.vaddr = w0 + n * pick(0, 1);
       if (i >= 2) fence(1, kFreeAcc, 0);
       auto& mm = emit(Op::mxu_mm, kLdM, kMmV).f;
       mm.vaddr = in, mm.acc = acc, mm.rows = k;
@@ -218,7 +218,7 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
   }
 }
 INSTANTIATE_TEST_SUITE_P(Stalls, ChipRandom, ::testing::Values(0.0, 0.3),
-                         [](const auto& info) { return info.param == 0.0 ? std::string("none") : "memory"; });
+                         [](const auto& p) { return p.param == 0.0 ? std::string("none") : "memory"; });
 
 
 // ---- bad programs: the same error code and PC on both backends, never a hang ----------------
@@ -277,7 +277,7 @@ const BadProgram kBad[] = {
     {"deadlock_cycle", Err::deadlock, 0, "vmov 8, 0, 1 wait=1 signal=2\ndma.st 8, 0, 1, 1, 1 wait=2 signal=1\nhalt\n"},
 };
 INSTANTIATE_TEST_SUITE_P(Bad, ChipErrors, ::testing::ValuesIn(kBad),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& p) { return std::string(p.param.name); });
 
 // A memory error on a DMA read stops the chip with mem_error at the DMA's PC (RTL only: the
 // interpreter's memory has no faults).

@@ -26,3 +26,17 @@ foreach(preset ${TP_TEST_PRESETS})
                        PROPERTIES LABELS "chip;${preset}")
   list(APPEND TP_TEST_TARGETS test_chip_${preset})
 endforeach()
+
+# The driver's RTL backend per test preset (object libraries: their static registration stays
+# linked), and the tensorpod tool with all of them.
+set(TP_RTL_BACKENDS "")
+foreach(preset ${TP_TEST_PRESETS})
+  add_library(tp_rtl_backend_${preset} OBJECT chip/rtl_backend.cpp)
+  target_include_directories(tp_rtl_backend_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)
+  target_compile_definitions(tp_rtl_backend_${preset} PRIVATE TP_PRESET="${preset}"
+                             TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
+  target_compile_options(tp_rtl_backend_${preset} PRIVATE ${TP_WARNINGS})
+  target_link_libraries(tp_rtl_backend_${preset} PUBLIC rtl_chip_${preset} tp_driver tp_tb_util)
+  list(APPEND TP_RTL_BACKENDS tp_rtl_backend_${preset})
+endforeach()
+target_link_libraries(tensorpod PRIVATE ${TP_RTL_BACKENDS})

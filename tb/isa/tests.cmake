@@ -11,3 +11,10 @@ target_compile_options(test_chip_model PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_chip_model PRIVATE tp_chip_model tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_chip_model PROPERTIES LABELS "golden;chip")
 list(APPEND TP_TEST_TARGETS test_chip_model)
+
+# The compiler and the driver on the golden backend.
+add_executable(test_compiler ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_compiler.cpp)
+target_compile_options(test_compiler PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_compiler PRIVATE tp_driver tp_compiler tp_tb_util GTest::gtest_main)
+gtest_discover_tests(test_compiler PROPERTIES LABELS compiler)
+list(APPEND TP_TEST_TARGETS test_compiler)

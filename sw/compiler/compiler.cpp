@@ -1,0 +1,505 @@
+// The tensorpod compiler: matmul layers to one chip program.
+//
+// DESIGN
+//
+// Tiling. A layer is C[m, nn] = A[m, k] x W[k, nn] (+ bias) (ReLU) (-> bf16), with n = mxu.n.
+//   Kb = ceil(k / n) weight tiles along K, Nb = ceil(nn / n) along N (the host zero-pads K and N).
+//   M is cut into Mb blocks of TM rows (the last one may be shorter; M is not padded). For each M
+//   block mb, for each column tile nb, for each kb: the n x n tile W[kb, nb] goes through the MXU
+//   over the block's TM rows of A's K-tile kb, the first kb overwriting the accumulator rows, the
+//   others adding to them (the K order of docs/mxu.md). A (mb, nb) pair is a "group": its result
+//   is one accumulator buffer of TM rows, which the vector unit turns into C rows.
+//
+// VMEM layout of a layer (rows):
+//   A[2]    2 x TM*Kb  the A block, double buffered; K-tile kb of a block is the TM contiguous
+//                      rows Abuf + kb*TM (loaded by one strided dma.ld per kb), so mxu.mm can
+//                      stream it as is
+//   W[R]    R x n      a ring of R = 4 weight slots
+//   OUT[2]  2 x TM     output staging, double buffered
+//   BIAS    Nb         the bias row (only with bias), loaded once per layer
+// and the accumulators hold ACC[2] = 2 x TM rows. TM is the largest that fits both
+// (2*TM <= acc_rows; 2*TM*Kb + R*n + 2*TM + Nb <= vmem_rows), then evened out over the blocks
+// (m = 100 with room for 64 gives two blocks of 50, not 64 + 36), which keeps the pipeline even.
+//
+// Queues and semaphores (docs/chip.md: one wait and one signal per instruction; a fence adds one
+// more in its queue). Every semaphore is taken by one queue only, so its takes happen in program
+// order:
+//   A_FULL   load  -> mxu   each K-tile's dma.ld; the block's first pass takes one per K-tile (an
+//                           mxu fence before K-tile 0, the mm itself for the others)
+//   A_FREE   mxu   -> load  an mxu fence after the block's last mm (every mm reading it complete);
+//                           the first dma.ld of the block after next takes it. 2 initial tokens
+//   W_FULL   load  -> mxu   each weight tile's dma.ld; its mxu.lw takes it
+//   W_FREE   mxu   -> load  each mxu.lw (complete = its weights are in the MXU, the slot may be
+//                           overwritten); the tile R later takes it. R initial tokens
+//   ACC_FULL mxu   -> vec   the group's last mm; the vector op reading the accumulators takes it
+//   ACC_FREE vec   -> mxu   that vector op; the first mm (overwrite) of the group 2 later takes it.
+//                           2 initial tokens
+//   OUT_FULL vec   -> store the group's last vector op; its dma.st takes it
+//   OUT_FREE store -> vec   the dma.st; a vec fence before the group 2 later takes it. 2 tokens
+//   BIAS     load  -> vec   the bias dma.ld; a vec fence before the layer's first vector op
+//   LAYER    store -> load  a store fence after a layer's last store; a load fence before the next
+//                           layer's first load. Everything a layer does to VMEM and the
+//                           accumulators is complete before the next layer loads anything, so
+//                           each layer lays out VMEM afresh.
+// The initial tokens are fences at the start of the program, in the queue that takes them; the
+// rest is balanced, so no count exceeds its buffer count (far below 65535).
+//
+// Program order. The front end dispatches in program order into bounded queues, so a wait whose
+// signal comes later in program order could deadlock (the queue holding it fills and the signal is
+// never fetched). The compiler therefore keeps one invariant: each wait is covered by initial
+// tokens plus signals of instructions EARLIER in the program. With single-taker semaphores that
+// makes the program deadlock-free at any queue depth. Within it, loads are emitted as early as the
+// invariant allows (a weight tile right after the mxu.lw of the tile R before it; the next A block
+// after the R-th weight tile of the current block), so the load queue runs ahead of the MXU, and
+// each group's vector ops and store are emitted one group late (after the next group's first mm),
+// so a vector op waiting for its accumulators never keeps the front end from feeding the MXU.
+// The MXU sequence check (every mxu.lw followed by an mxu.mm) holds: the MXU stream is lw, mm,
+// lw, mm, ...
+#include "compiler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace tp::compiler {
+
+namespace {
+
+using isa::Instr;
+using isa::Op;
+
+constexpr uint32_t kWeightSlots = 4;  // R
+constexpr std::string_view kCommentLead = "#";
+
+// Semaphore numbers (1..15; 0 means none).
+constexpr unsigned kAFull = 1, kAFree = 2, kWFull = 3, kWFree = 4, kAccFull = 5, kAccFree = 6, kOutFull = 7,
+                   kOutFree = 8, kBias = 9, kLayer = 10;
+
+constexpr std::array<std::string_view, 11> kSemNames = {
+    "", "A_FULL", "A_FREE", "W_FULL", "W_FREE", "ACC_FULL", "ACC_FREE", "OUT_FULL", "OUT_FREE", "BIAS", "LAYER"};
+
+enum class Queue : uint64_t { load = 0, mxu = 1, vec = 2, store = 3 };
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// One line of the program: an instruction with its comment, or a comment alone.
+struct Line {
+  std::optional<Instr> instr;
+  std::string comment;
+};
+using Lines = std::vector<Line>;
+
+Instr fence(Queue q, unsigned wait, unsigned signal) {
+  Instr i;
+  i.op = Op::fence;
+  i.f.unit = static_cast<uint64_t>(q);
+  i.wait = wait;
+  i.signal = signal;
+  return i;
+}
+
+Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, uint64_t cols, uint64_t hstride, unsigned wait,
+          unsigned signal) {
+  Instr i;
+  i.op = op;
+  i.f.vaddr = vaddr;
+  i.f.haddr = haddr;
+  i.f.rows = rows;
+  i.f.cols = cols;
+  i.f.hstride = hstride;
+  i.wait = wait;
+  i.signal = signal;
+  return i;
+}
+
+Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, bool a_acc) {
+  Instr i;
+  i.op = op;
+  i.f.dst = dst;
+  i.f.a = a;
+  i.f.rows = rows;
+  i.f.a_acc = a_acc ? 1 : 0;
+  return i;
+}
+
+std::string layer_name(size_t index, const MatmulLayer& l) {
+  return fmt::format("layer {} ({}x{}x{})", index, l.m, l.k, l.n);
+}
+
+// The VMEM and accumulator map of one layer.
+struct Layout {
+  Tiling t;
+  uint64_t a_buf[2], w_slot0, out_buf[2], bias_buf;
+  uint64_t acc_buf[2];
+};
+
+Layout layout(const Preset& p, const Tiling& t) {
+  Layout l{};
+  l.t = t;
+  const uint64_t n = p.mxu.n;
+  l.a_buf[0] = 0;
+  l.a_buf[1] = uint64_t{t.tm} * t.kb;
+  l.w_slot0 = 2 * uint64_t{t.tm} * t.kb;
+  l.out_buf[0] = l.w_slot0 + kWeightSlots * n;
+  l.out_buf[1] = l.out_buf[0] + t.tm;
+  l.bias_buf = l.out_buf[1] + t.tm;
+  l.acc_buf[0] = 0;
+  l.acc_buf[1] = t.tm;
+  return l;
+}
+
+void check_layer(const Preset& p, size_t index, const MatmulLayer& l) {
+  const std::string name = layer_name(index, l);
+  if (l.m == 0 || l.k == 0 || l.n == 0)
+    throw CompileError(fmt::format("{}: every dimension must be at least 1 (m={}, k={}, n={})", name, l.m, l.k, l.n));
+  struct Ref {
+    const char* what;
+    const MatrixRef& ref;
+    uint32_t rows, cols;
+    uint64_t beats;
+  };
+  std::vector<Ref> refs = {
+      {"A", l.a, l.m, l.k, padded_beats(p, l.m, l.k)},
+      {"W", l.w, l.k, l.n, padded_beats(p, padded_rows(p, l.k), l.n)},
+      {"C", l.c, l.m, l.n, padded_beats(p, l.m, l.n)},
+  };
+  if (l.bias) refs.push_back({"bias", l.b, 1, l.n, padded_beats(p, 1, l.n)});
+  for (const auto& r : refs) {
+    if (r.ref.rows != r.rows || r.ref.cols != r.cols)
+      throw CompileError(
+          fmt::format("{}: {} is {}x{}, the layer needs {}x{}", name, r.what, r.ref.rows, r.ref.cols, r.rows, r.cols));
+    if (r.ref.beat > p.chip.hbm_beats || r.beats > p.chip.hbm_beats - r.ref.beat)
+      throw CompileError(fmt::format("{}: {} at beats {}..{} runs past the end of HBM ({} beats in preset '{}')", name,
+                                     r.what, r.ref.beat, r.ref.beat + r.beats - 1, p.chip.hbm_beats, p.name));
+  }
+  for (size_t i = 0; i < refs.size(); ++i) {
+    for (size_t j = i + 1; j < refs.size(); ++j) {
+      const auto& x = refs[i];
+      const auto& y = refs[j];
+      if (x.ref.beat < y.ref.beat + y.beats && y.ref.beat < x.ref.beat + x.beats)
+        throw CompileError(fmt::format("{}: {} (beats {}..{}) and {} (beats {}..{}) overlap in HBM", name, x.what,
+                                       x.ref.beat, x.ref.beat + x.beats - 1, y.what, y.ref.beat,
+                                       y.ref.beat + y.beats - 1));
+    }
+  }
+}
+
+Tiling plan_checked(const Preset& p, size_t index, const MatmulLayer& l) {
+  const uint64_t n = p.mxu.n;
+  Tiling t;
+  t.kb = static_cast<uint32_t>(ceil_div(l.k, n));
+  t.nb = static_cast<uint32_t>(ceil_div(l.n, n));
+  const uint64_t fixed = kWeightSlots * n + (l.bias ? t.nb : 0);
+  const uint64_t per_row = 2 * uint64_t{t.kb} + 2;  // two A buffers and two output buffers
+  const uint64_t by_vmem = p.chip.vmem_rows > fixed ? (p.chip.vmem_rows - fixed) / per_row : 0;
+  // rows of dma and mm are 16-bit fields.
+  const uint64_t tm_max = std::min({by_vmem, uint64_t{p.mxu.acc_rows} / 2, uint64_t{0xffff}});
+  if (tm_max == 0) {
+    throw CompileError(fmt::format(
+        "{}: does not fit preset '{}' even with 1-row blocks: VMEM needs {} rows ({} weight slots of {} rows{}, "
+        "2 A buffers of {} K-tiles, 2 output rows), the preset has {}; the accumulators need 2 rows, the preset has {}",
+        layer_name(index, l), p.name, fixed + per_row, kWeightSlots, n,
+        l.bias ? fmt::format(", {} bias rows", t.nb) : "", t.kb, p.chip.vmem_rows, p.mxu.acc_rows));
+  }
+  t.mb = static_cast<uint32_t>(ceil_div(l.m, tm_max));
+  t.tm = static_cast<uint32_t>(ceil_div(l.m, t.mb));
+  t.vmem_rows = static_cast<uint32_t>(fixed + per_row * t.tm);
+  return t;
+}
+
+// Builds one program; the same lines give the binary and the assembly text.
+class Builder {
+ public:
+  explicit Builder(const Preset& p) : p_(p) {}
+
+  Lines build(const std::vector<MatmulLayer>& layers) {
+    if (layers.empty()) throw CompileError("compile: no layers");
+    std::vector<Tiling> plans;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      check_layer(p_, i, layers[i]);
+      plans.push_back(plan_checked(p_, i, layers[i]));
+    }
+    header(layers, plans);
+    comment("initial tokens: each queue owns its free buffers");
+    emit(fence(Queue::load, 0, kAFree), "2 A buffers free");
+    emit(fence(Queue::load, 0, kAFree), "");
+    for (uint32_t s = 0; s < kWeightSlots; ++s)
+      emit(fence(Queue::load, 0, kWFree), s == 0 ? "4 weight slots free" : "");
+    emit(fence(Queue::mxu, 0, kAccFree), "2 accumulator buffers free");
+    emit(fence(Queue::mxu, 0, kAccFree), "");
+    emit(fence(Queue::vec, 0, kOutFree), "2 output buffers free");
+    emit(fence(Queue::vec, 0, kOutFree), "");
+    for (size_t i = 0; i < layers.size(); ++i) layer(i, layers[i], plans[i], i + 1 == layers.size());
+    Instr h;
+    h.op = Op::halt;
+    emit(h, "done when every queue has drained");
+    return std::move(lines_);
+  }
+
+ private:
+  // A load to emit once the compute stream has reached its dependency.
+  struct LoadItem {
+    Lines lines;
+    uint64_t after_lw = 0;     // emit once this many mxu.lw of the layer are emitted
+    uint64_t after_afree = 0;  // ... and this many A_FREE fences of the layer
+  };
+
+  void comment(std::string text) { lines_.push_back({std::nullopt, std::move(text)}); }
+  void emit(const Instr& i, std::string text) { lines_.push_back({i, std::move(text)}); }
+
+  void header(const std::vector<MatmulLayer>& layers, const std::vector<Tiling>& plans) {
+    comment(fmt::format("tensorpod compiler: {} layer(s) for preset '{}' (n={}, vmem_rows={}, acc_rows={})",
+                        layers.size(), p_.name, p_.mxu.n, p_.chip.vmem_rows, p_.mxu.acc_rows));
+    comment("semaphores: 1 A_FULL, 2 A_FREE, 3 W_FULL, 4 W_FREE, 5 ACC_FULL, 6 ACC_FREE, 7 OUT_FULL, 8 OUT_FREE,");
+    comment("            9 BIAS, 10 LAYER (the scheme is described in sw/compiler/compiler.cpp)");
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const auto& l = layers[i];
+      const auto& t = plans[i];
+      comment(fmt::format("{}: A@{} W@{}{} -> C@{}{}{}; Kb={} Nb={}, {} M block(s) of {} rows, {} VMEM rows",
+                          layer_name(i, l), l.a.beat, l.w.beat, l.bias ? fmt::format(" bias@{}", l.b.beat) : "",
+                          l.c.beat, l.relu ? " relu" : "", l.out_bf16 ? " bf16" : "", t.kb, t.nb, t.mb, t.tm,
+                          t.vmem_rows));
+    }
+  }
+
+  void layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
+    const Layout lay = layout(p_, t);
+    const uint64_t n = p_.mxu.n;
+    const uint64_t tiles_per_block = uint64_t{t.nb} * t.kb;
+    auto block_rows = [&](uint64_t mb) { return std::min<uint64_t>(t.tm, l.m - mb * t.tm); };
+
+    comment("");
+    comment(fmt::format("{}: VMEM A[0]@{} A[1]@{} ({} rows each), W slots@{} ({} x {} rows), OUT@{},{}{}; ACC@0,{}",
+                        layer_name(index, l), lay.a_buf[0], lay.a_buf[1], uint64_t{t.tm} * t.kb, lay.w_slot0,
+                        kWeightSlots, n, lay.out_buf[0], lay.out_buf[1],
+                        l.bias ? fmt::format(", BIAS@{}", lay.bias_buf) : "", lay.acc_buf[1]));
+
+    // The load stream, in load-queue order, each item with the point of the compute stream after
+    // which it may be emitted (see "Program order" above).
+    std::vector<LoadItem> loads;
+    if (index > 0) {
+      loads.push_back({{{fence(Queue::load, kLayer, 0), "barrier: the previous layer's stores are complete"}}, 0, 0});
+    }
+    if (l.bias) {
+      loads.push_back({{{dma(Op::dma_ld, lay.bias_buf, l.b.beat, t.nb, 1, 1, 0, kBias), "bias row"}}, 0, 0});
+    }
+    // K-tile kb of A block mb: one strided dma.ld, signalling A_FULL (one count per K-tile, so
+    // the first pass over a block starts as soon as its first K-tile is in).
+    auto a_tile = [&](uint64_t mb, uint64_t kb) {
+      const uint64_t rows = block_rows(mb);
+      const uint64_t buf = lay.a_buf[mb % 2];
+      return Line{dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb,
+                      kb == 0 ? kAFree : 0, kAFull),
+                  fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb,
+                              mb % 2)};
+    };
+    auto a_block = [&](uint64_t mb) {
+      LoadItem item;
+      item.after_afree = mb >= 2 ? mb - 1 : 0;  // the A_FREE of block mb - 2
+      for (uint64_t kb = 0; kb < t.kb; ++kb) item.lines.push_back(a_tile(mb, kb));
+      return item;
+    };
+    uint64_t j = 0;  // weight tile index in the layer
+    for (uint64_t mb = 0; mb < t.mb; ++mb) {
+      for (uint64_t i = 0; i < tiles_per_block; ++i, ++j) {
+        const uint64_t nb = i / t.kb, kb = i % t.kb;
+        LoadItem item;
+        item.after_lw = j >= kWeightSlots ? j - kWeightSlots + 1 : 0;
+        // The first block's K-tiles go just ahead of the weight tiles that first use them, so
+        // the MXU starts after one K-tile and one weight tile, not after the whole block.
+        if (mb == 0 && nb == 0) item.lines.push_back(a_tile(0, kb));
+        item.lines.push_back({dma(Op::dma_ld, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * n * t.nb + nb, n, 1,
+                                  t.nb, kWFree, kWFull),
+                              fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
+        loads.push_back(std::move(item));
+        // Prefetch the next A block once the ring is full: it loads while the MXU works through
+        // the tiles already in the ring.
+        if (mb + 1 < t.mb && i == std::min<uint64_t>(kWeightSlots - 1, tiles_per_block - 1))
+          loads.push_back(a_block(mb + 1));
+      }
+    }
+
+    size_t next_load = 0;
+    uint64_t lw_done = 0, afree_done = 0, w_loaded = 0, a_loaded = 0;
+    auto drain = [&]() {
+      for (; next_load < loads.size(); ++next_load) {
+        const auto& item = loads[next_load];
+        if (item.after_lw > lw_done || item.after_afree > afree_done) break;
+        for (const auto& line : item.lines) {
+          lines_.push_back(line);
+          if (line.instr->op == Op::dma_ld && line.instr->signal == kWFull) ++w_loaded;
+          if (line.instr->signal == kAFull) ++a_loaded;
+        }
+      }
+    };
+
+    bool first_epilogue = true;
+    auto epilogue = [&](uint64_t g) {
+      const uint64_t mb = g / t.nb, nb = g % t.nb, rows = block_rows(mb), buf = lay.out_buf[g % 2];
+      if (first_epilogue && l.bias) emit(fence(Queue::vec, kBias, 0), "bias row loaded");
+      first_epilogue = false;
+      emit(fence(Queue::vec, kOutFree, 0),
+           g >= 2 ? fmt::format("OUT[{}] free: the store of group {} is complete", g % 2, g - 2)
+                  : fmt::format("OUT[{}] free (initial token)", g % 2));
+      Instr first = vec(l.bias ? Op::vadd : Op::vmov, buf, lay.acc_buf[g % 2], rows, true);
+      if (l.bias) {
+        first.f.b = lay.bias_buf + nb;
+        first.f.b_bcast = 1;
+      }
+      first.wait = kAccFull;
+      first.signal = kAccFree;
+      std::vector<std::pair<Instr, std::string>> ops;
+      ops.push_back({first, fmt::format("block {} cols tile {}: ACC[{}]{} -> OUT[{}]", mb, nb, g % 2,
+                                        l.bias ? " + bias" : "", g % 2)});
+      if (l.relu) ops.push_back({vec(Op::vrelu, buf, buf, rows, false), "relu"});
+      if (l.out_bf16) ops.push_back({vec(Op::vcvtbf, buf, buf, rows, false), "to bf16"});
+      if (ops.size() > 1) ops.back().first.signal = kOutFull;
+      for (const auto& [ins, text] : ops) emit(ins, text);
+      if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull), "");
+      emit(dma(Op::dma_st, buf, l.c.beat + mb * t.tm * t.nb + nb, rows, 1, t.nb, kOutFull, kOutFree),
+           fmt::format("C rows {}..{}, cols tile {}", mb * t.tm, mb * t.tm + rows - 1, nb));
+    };
+
+    drain();
+    j = 0;
+    for (uint64_t mb = 0; mb < t.mb; ++mb) {
+      const uint64_t rows = block_rows(mb);
+      const uint64_t abuf = lay.a_buf[mb % 2];
+      for (uint64_t i = 0; i < tiles_per_block; ++i, ++j) {
+        const uint64_t nb = i / t.kb, kb = i % t.kb, g = mb * t.nb + nb;
+        if (nb == 0) {  // the block's first pass takes each K-tile's A_FULL
+          if (a_loaded <= mb * t.kb + kb) throw std::logic_error("compiler: A tile used before its load was emitted");
+          if (kb == 0) emit(fence(Queue::mxu, kAFull, 0), fmt::format("A block {} K-tile 0 loaded", mb));
+        }
+        if (w_loaded <= j) throw std::logic_error("compiler: weight tile used before its load was emitted");
+        Instr lw;
+        lw.op = Op::mxu_lw;
+        lw.f.vaddr = lay.w_slot0 + (j % kWeightSlots) * n;
+        lw.wait = kWFull;
+        lw.signal = kWFree;
+        emit(lw, fmt::format("weights (k {}, n {})", kb, nb));
+        ++lw_done;
+        Instr mm;
+        mm.op = Op::mxu_mm;
+        mm.f.vaddr = abuf + kb * t.tm;
+        mm.f.acc = lay.acc_buf[g % 2];
+        mm.f.rows = rows;
+        mm.f.accumulate = kb > 0 ? 1 : 0;
+        mm.wait = kb == 0 ? kAccFree : (nb == 0 ? kAFull : 0);
+        mm.signal = kb + 1 == t.kb ? kAccFull : 0;
+        emit(mm, fmt::format("A[{}] K-tile {} -> ACC[{}]{}", mb % 2, kb, g % 2, kb > 0 ? " (accumulate)" : ""));
+        if (kb == 0 && g > 0) epilogue(g - 1);
+        if (i + 1 == tiles_per_block) {
+          emit(fence(Queue::mxu, 0, kAFree), fmt::format("A[{}] read by every mm", mb % 2));
+          ++afree_done;
+        }
+        drain();
+      }
+    }
+    epilogue(uint64_t{t.mb} * t.nb - 1);
+    if (next_load != loads.size()) throw std::logic_error("compiler: loads left over at the end of a layer");
+    if (!last) emit(fence(Queue::store, 0, kLayer), "barrier: this layer's stores are complete");
+  }
+
+  const Preset& p_;
+  Lines lines_;
+};
+
+Lines build(const Preset& p, const std::vector<MatmulLayer>& layers) {
+  Lines lines = Builder(p).build(layers);
+  const auto count = std::count_if(lines.begin(), lines.end(), [](const Line& l) { return l.instr.has_value(); });
+  if (static_cast<uint64_t>(count) > p.chip.imem_words)
+    throw CompileError(fmt::format("compile: the program has {} instructions, preset '{}' holds {} (imem_words)", count,
+                                   p.name, p.chip.imem_words));
+  return lines;
+}
+
+}  // namespace
+
+uint64_t padded_beats(const Preset& p, uint32_t rows, uint32_t cols) {
+  return uint64_t{rows} * ceil_div(cols, p.mxu.n);
+}
+
+uint32_t padded_rows(const Preset& p, uint32_t rows) {
+  return static_cast<uint32_t>(ceil_div(rows, p.mxu.n) * p.mxu.n);
+}
+
+Tiling plan(const Preset& p, const MatmulLayer& l) {
+  check_layer(p, 0, l);
+  return plan_checked(p, 0, l);
+}
+
+isa::Program compile(const Preset& p, const std::vector<MatmulLayer>& layers) {
+  isa::Program prog;
+  prog.preset = p.name;
+  prog.fingerprint = isa::fingerprint(p);
+  for (const auto& line : build(p, layers))
+    if (line.instr) prog.code.push_back(isa::encode(*line.instr));
+  return prog;
+}
+
+std::string compile_asm(const Preset& p, const std::vector<MatmulLayer>& layers) {
+  std::string text;
+  for (const auto& line : build(p, layers)) {
+    if (!line.instr) {
+      text += line.comment.empty() ? "\n" : fmt::format("{} {}\n", kCommentLead, line.comment);
+      continue;
+    }
+    const std::string ins = isa::disassemble(*line.instr);
+    if (line.comment.empty() && line.instr->wait == 0 && line.instr->signal == 0) {
+      text += ins + "\n";
+      continue;
+    }
+    // Name the semaphores, which the instruction text gives as numbers.
+    std::string sems;
+    if (line.instr->wait) sems += fmt::format("wait {}", kSemNames[line.instr->wait]);
+    if (line.instr->signal) sems += fmt::format("{}signal {}", sems.empty() ? "" : ", ", kSemNames[line.instr->signal]);
+    const std::string sep = line.comment.empty() || sems.empty() ? "" : "; ";
+    text += fmt::format("{:<72} {} {}{}{}\n", ins, kCommentLead, line.comment, sep, sems);
+  }
+  return text;
+}
+
+namespace {
+
+template <class T>
+std::vector<uint32_t> pack(const Preset& p, uint32_t rows, uint32_t cols, std::span<const T> row_major, bool pad_rows,
+                           const char* what) {
+  if (row_major.size() != uint64_t{rows} * cols)
+    throw CompileError(fmt::format("{}: {} values for a {}x{} matrix", what, row_major.size(), rows, cols));
+  const uint64_t n = p.mxu.n;
+  const uint64_t row_words = ceil_div(cols, n) * n;
+  const uint64_t out_rows = pad_rows ? padded_rows(p, rows) : rows;
+  std::vector<uint32_t> out(out_rows * row_words, 0u);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c) out[r * row_words + c] = row_major[r * cols + c];
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint32_t> pack_bf16(const Preset& p, uint32_t rows, uint32_t cols, std::span<const uint16_t> row_major,
+                                bool pad_rows) {
+  return pack(p, rows, cols, row_major, pad_rows, "pack_bf16");
+}
+
+std::vector<uint32_t> pack_fp32(const Preset& p, uint32_t rows, uint32_t cols, std::span<const uint32_t> row_major,
+                                bool pad_rows) {
+  return pack(p, rows, cols, row_major, pad_rows, "pack_fp32");
+}
+
+std::vector<uint32_t> unpack(const Preset& p, uint32_t rows, uint32_t cols, std::span<const uint32_t> padded) {
+  const uint64_t n = p.mxu.n;
+  const uint64_t row_words = ceil_div(cols, n) * n;
+  if (padded.size() < rows * row_words)
+    throw CompileError(fmt::format("unpack: {} words for a {}x{} matrix, which needs {}", padded.size(), rows, cols,
+                                   rows * row_words));
+  std::vector<uint32_t> out(uint64_t{rows} * cols);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c) out[r * cols + c] = padded[r * row_words + c];
+  return out;
+}
+
+}  // namespace tp::compiler

@@ -1,0 +1,77 @@
+// The tensorpod compiler: matmul layers (optionally with bias, ReLU and a bf16 output) to one
+// program for the chip (docs/chip.md). The tiling and the synchronisation scheme are described
+// at the top of compiler.cpp.
+//
+// HBM layout of every matrix (the host writes it, see pack_bf16 / pack_fp32): a rows x cols
+// matrix is padded with zeros to a whole number of beats per row, ceil(cols / n) beats, row r
+// at beat + r * ceil(cols / n). A weight matrix W[k, n] is also padded with zero rows up to a
+// multiple of n rows (padded_rows), because the MXU always loads whole n x n tiles.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "isa.h"
+
+namespace tp::compiler {
+
+// A bad layer list: the message names the layer and what is wrong.
+class CompileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A padded matrix in HBM: rows x ceil(cols / n) beats, row-major, row r at beat + r * ceil(cols / n).
+struct MatrixRef {
+  uint64_t beat = 0;
+  uint32_t rows = 0, cols = 0;
+};
+
+// C[m, n] = A[m, k] x W[k, n] (+ the bias row b[1, n]) (then ReLU). A and W hold bf16 (bits 15:0 of
+// each 32-bit word), the bias fp32; C is fp32, or with out_bf16 bf16 in bits 15:0. The refs must
+// have the layer's shapes: a m x k, w k x n (stored with padded_rows(k) rows), b 1 x n, c m x n.
+struct MatmulLayer {
+  uint32_t m = 0, k = 0, n = 0;
+  bool bias = false, relu = false, out_bf16 = false;
+  MatrixRef a, w, b, c;
+};
+
+// One program: the layers in order, each layer's loads waiting for the previous layer's stores,
+// then halt. Throws CompileError (zero shapes, shapes that do not match the refs, matrices that
+// overlap or run past the end of HBM, a layer that does not fit VMEM or the accumulators, a
+// program longer than the instruction memory).
+isa::Program compile(const Preset&, const std::vector<MatmulLayer>&);
+
+// The same program as commented assembly text: isa::assemble() of it gives compile()'s Program.
+std::string compile_asm(const Preset&, const std::vector<MatmulLayer>&);
+
+// Beats of a rows x cols matrix in HBM: rows * ceil(cols / n).
+uint64_t padded_beats(const Preset&, uint32_t rows, uint32_t cols);
+
+// rows rounded up to a multiple of n: the rows a weight matrix occupies in HBM.
+uint32_t padded_rows(const Preset&, uint32_t rows);
+
+// The tiling the compiler picks for one layer (for reports and tests).
+struct Tiling {
+  uint32_t kb = 0, nb = 0;  // weight tiles along K and along N
+  uint32_t tm = 0;          // rows per M block
+  uint32_t mb = 0;          // M blocks
+  uint32_t vmem_rows = 0;   // VMEM rows the layer uses
+};
+Tiling plan(const Preset&, const MatmulLayer&);
+
+// Host helpers. pack_bf16: row-major rows x cols bf16 values -> padded HBM words (value in bits
+// 15:0, padding zero); pack_fp32: the same for fp32 bit patterns (the bias row). With
+// pad_rows, the rows are padded with zero rows to a multiple of n (weights). unpack: padded words
+// -> row-major rows x cols words.
+std::vector<uint32_t> pack_bf16(const Preset&, uint32_t rows, uint32_t cols, std::span<const uint16_t> row_major,
+                                bool pad_rows = false);
+std::vector<uint32_t> pack_fp32(const Preset&, uint32_t rows, uint32_t cols, std::span<const uint32_t> row_major,
+                                bool pad_rows = false);
+std::vector<uint32_t> unpack(const Preset&, uint32_t rows, uint32_t cols, std::span<const uint32_t> padded);
+
+}  // namespace tp::compiler
