@@ -1,0 +1,158 @@
+// The tensorpod driver: one interface to a chip, whichever backend runs it (docs/chip.md, "Host
+// interface"): the golden interpreter (always available) or a Verilated RTL model (registered by
+// the binaries that link one, per preset).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.h"
+#include "isa.h"
+
+namespace tp::driver {
+
+// A driver or host-side failure (bad preset, backend, address, program); the message says what
+// and where. Chip errors found while running are not exceptions: they are in Status.
+class DriverError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Backend { rtl, golden };
+
+// "rtl" or "golden"; anything else throws DriverError listing the choices.
+Backend parse_backend(std::string_view);
+std::string_view backend_label(Backend);
+
+struct Status {
+  bool done = false;       // the chip finished (with or without an error)
+  bool timed_out = false;  // run() gave up after its timeout; the chip did not finish
+  isa::Err err = isa::Err::none;
+  uint32_t pc = 0;      // the offending instruction's PC when err != none
+  uint64_t cycles = 0;  // cycles since start (the golden backend: its estimate)
+  bool ok() const { return done && !timed_out && err == isa::Err::none; }
+};
+
+// A one-line description: "done in 1234 cycles", "error deadlock at pc 17", "timed out after ...".
+std::string describe(const Status&);
+
+// Counter names every backend uses for what it can report (docs/chip.md, COUNTER k).
+inline constexpr std::string_view kCycles = "cycles", kBytesLoaded = "bytes_loaded", kBytesStored = "bytes_stored",
+                                  kMxuRows = "mxu_rows", kInstructions = "instructions";
+
+// The RTL's performance counters by index k (docs/chip.md): "cycles", "load_busy", "load_wait",
+// "load_stall", "load_idle", the same for mxu, vec and store, "bytes_loaded", "bytes_stored",
+// "mxu_rows", "mxu_array_busy", "instructions", "vec_rows", "vmem_conflicts", "mxu_macs". An RTL backend names its
+// counters with these.
+std::span<const std::string_view> rtl_counter_names();
+
+class Chip {
+ public:
+  virtual ~Chip() = default;
+  Chip(const Chip&) = delete;
+  Chip& operator=(const Chip&) = delete;
+
+  // A chip of the named preset ("" = the config file's default) on a backend. Throws DriverError:
+  // unknown preset, or no RTL backend built for the preset (naming those that are).
+  static std::unique_ptr<Chip> open(const std::string& preset, Backend);
+
+  const Preset& preset() const { return preset_; }
+  unsigned lanes() const { return preset_.mxu.n; }
+
+  // A bump allocator over HBM beats. alloc throws DriverError when the memory is exhausted;
+  // release(mark) frees everything allocated after allocated() returned mark.
+  uint64_t alloc(uint64_t beats);
+  uint64_t allocated() const { return next_beat_; }
+  void release(uint64_t mark);
+
+  // HBM through the host's backdoor. words.size() must be a multiple of lanes(); throws
+  // DriverError for a range past the end of HBM.
+  virtual void write(uint64_t beat, std::span<const uint32_t> words) = 0;
+  virtual std::vector<uint32_t> read(uint64_t beat, uint64_t beats) = 0;
+
+  // Throws DriverError when the program was built for another preset or does not fit the
+  // instruction memory.
+  virtual void load(const isa::Program&) = 0;
+
+  // Runs to done, an error or the timeout (then timed_out is set; it never hangs). The golden
+  // backend counts its steps against the timeout.
+  virtual Status run(uint64_t timeout_cycles) = 0;
+
+  // Named counters of the last run (kCycles etc. where the backend has them).
+  virtual std::map<std::string, uint64_t> counters() = 0;
+  virtual std::string backend_name() const = 0;
+
+ protected:
+  explicit Chip(Preset preset);
+  // Throws DriverError unless beats [beat, beat + beats) are inside HBM; `what` names the access.
+  void check_hbm_range(uint64_t beat, uint64_t beats, std::string_view what) const;
+  // The load() checks every backend makes: preset fingerprint and program length.
+  void check_program(const isa::Program&) const;
+
+ private:
+  Preset preset_;
+  uint64_t next_beat_ = 0;
+};
+
+// RTL backends register themselves per preset from a static initializer of the binary that
+// links them. The registry is a function-local static, so registering from any static
+// initializer is safe.
+using Factory = std::function<std::unique_ptr<Chip>(const Preset&)>;
+void register_backend(Backend, const std::string& preset, Factory);
+std::vector<std::string> registered_presets(Backend);
+
+// The golden backend (sw/driver/golden_chip.cpp), also what open() returns for Backend::golden.
+std::unique_ptr<Chip> make_golden_chip(const Preset&);
+
+// ---- Convenience: end-to-end runs checked bit-exact against a host reference ----
+
+struct MatmulSpec {
+  uint32_t m = 0, k = 0, n = 0;
+  bool bias = false, relu = false;
+};
+
+// x[m, k] -> relu(x W1[k, h] + b1) rounded to bf16 -> h W2[h, n] + b2 (fp32), one program.
+struct MlpSpec {
+  uint32_t m = 0, k = 0, h = 0, n = 0;
+};
+
+struct Mismatch {
+  uint32_t row = 0, col = 0;
+  uint32_t got = 0, expected = 0;
+};
+
+struct MatmulRun {
+  std::string what;  // "matmul 5x7x9 bias relu" / "mlp 5x7x9x3"
+  uint64_t seed = 0;
+  Status status;
+  bool pass = false;                       // status.ok() and every element bit-exact
+  uint64_t mismatches = 0;                 // elements that differ (0 when the run failed)
+  std::optional<Mismatch> first_mismatch;  // row-major first
+  uint64_t instructions = 0;               // program length
+  uint64_t cycles = 0, mxu_rows = 0, bytes_loaded = 0, bytes_stored = 0;
+  double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
+  std::map<std::string, uint64_t> counters;
+};
+
+// Random bf16 operands (exponents near 0, both signs) and fp32 bias from `seed`, HBM allocated
+// (and released afterwards), packed, compiled, loaded, run, read back and compared. timeout 0:
+// generous automatic. Throws DriverError / CompileError for shapes that cannot run at all.
+MatmulRun run_matmul(Chip&, const MatmulSpec&, uint64_t seed, uint64_t timeout_cycles = 0);
+MatmulRun run_mlp(Chip&, const MlpSpec&, uint64_t seed, uint64_t timeout_cycles = 0);
+
+// The host reference of one layer: the tiled MXU sum (golden::mxu_matmul on operands zero-padded
+// to multiples of n), + bias once per element (fp32_add), ReLU and the bf16 rounding as the vector
+// unit does them. a is m x k, w is k x n bf16; bias has n fp32 values or is empty; row-major m x n.
+std::vector<uint32_t> reference_layer(const Preset&, uint32_t m, uint32_t k, uint32_t n, std::span<const uint16_t> a,
+                                      std::span<const uint16_t> w, std::span<const uint32_t> bias, bool relu,
+                                      bool out_bf16);
+
+}  // namespace tp::driver

@@ -1,0 +1,70 @@
+// The golden backend: the ISA interpreter (sw/golden/chip_model) behind the Chip interface.
+#include <fmt/format.h>
+
+#include "chip_model.h"
+#include "driver.h"
+
+namespace tp::driver {
+
+namespace {
+
+class GoldenChip final : public Chip {
+ public:
+  explicit GoldenChip(const Preset& p) : Chip(p), model_(p) {}
+
+  void write(uint64_t beat, std::span<const uint32_t> words) override {
+    if (words.size() % lanes() != 0)
+      throw DriverError(fmt::format("HBM write at beat {}: {} words is not a whole number of {}-lane beats", beat,
+                                    words.size(), lanes()));
+    check_hbm_range(beat, words.size() / lanes(), "HBM write");
+    model_.write_hbm(beat, words);
+  }
+
+  std::vector<uint32_t> read(uint64_t beat, uint64_t beats) override {
+    check_hbm_range(beat, beats, "HBM read");
+    return model_.read_hbm(beat, beats);
+  }
+
+  void load(const isa::Program& prog) override {
+    check_program(prog);
+    model_.load(prog);
+  }
+
+  // The interpreter has no cycle-accurate timing: its steps stand in for cycles in the timeout,
+  // and Status.cycles is its estimate.
+  Status run(uint64_t timeout_cycles) override {
+    const auto r = model_.run(timeout_cycles);
+    Status s;
+    s.done = r.done;
+    s.timed_out = !r.done;
+    s.err = r.err;
+    s.pc = r.pc;
+    s.cycles = model_.stats().est_cycles;
+    steps_ = r.steps;
+    return s;
+  }
+
+  std::map<std::string, uint64_t> counters() override {
+    const auto& st = model_.stats();
+    return {{std::string(kCycles), st.est_cycles},
+            {"est_cycles", st.est_cycles},
+            {std::string(kInstructions), st.instructions},
+            {std::string(kBytesLoaded), st.bytes_loaded},
+            {std::string(kBytesStored), st.bytes_stored},
+            {std::string(kMxuRows), st.mxu_rows},
+            {"vec_rows", st.vec_rows},
+            {"steps", steps_}};
+  }
+
+  std::string backend_name() const override { return "golden"; }
+
+ private:
+  golden::ChipModel model_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Chip> make_golden_chip(const Preset& p) { return std::make_unique<GoldenChip>(p); }
+
+}  // namespace tp::driver

@@ -1,0 +1,360 @@
+// tensorpod: assemble, disassemble and run chip programs, and run compiled matmuls and MLPs
+// checked bit-exact against the host reference, on the golden interpreter or an RTL model.
+//
+// Exit codes: 0 ok, 1 a mismatch or a chip error (or timeout), 2 a usage or input error.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler.h"
+#include "driver.h"
+#include "isa.h"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using tp::driver::Backend;
+using tp::driver::Chip;
+
+constexpr int kExitOk = 0, kExitFail = 1, kExitUsage = 2;
+
+// A usage or input error: printed, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{}: cannot open", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+uint64_t parse_u64(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(text, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || text[0] == '-')
+    throw UsageError(fmt::format("{}: '{}' is not a non-negative number", what, text));
+  return v;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// "MxKxN" (count = 3) or "MxKxHxN" (count = 4): positive 32-bit sizes.
+std::vector<uint32_t> parse_shape(const std::string& text, size_t count, const std::string& option) {
+  const auto parts = split(text, 'x');
+  if (parts.size() != count)
+    throw UsageError(fmt::format("{} {}: expected {} sizes separated by 'x'", option, text, count));
+  std::vector<uint32_t> out;
+  for (const auto& part : parts) {
+    const uint64_t v = parse_u64(part, option);
+    if (v == 0 || v > 0xffffffffu) throw UsageError(fmt::format("{} {}: sizes must be 1..2^32-1", option, text));
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  return out;
+}
+
+// --hbm-in BEAT:FILE: the file's little-endian 32-bit words into HBM from BEAT.
+void hbm_in(Chip& chip, const std::string& spec) {
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) throw UsageError(fmt::format("--hbm-in {}: expected BEAT:FILE", spec));
+  const uint64_t beat = parse_u64(spec.substr(0, colon), "--hbm-in beat");
+  const std::string file = spec.substr(colon + 1);
+  const std::string bytes = read_text(file);
+  const size_t beat_bytes = 4 * size_t{chip.lanes()};
+  if (bytes.size() % beat_bytes != 0)
+    throw UsageError(
+        fmt::format("--hbm-in {}: {} bytes is not a whole number of {}-byte beats", file, bytes.size(), beat_bytes));
+  std::vector<uint32_t> words(bytes.size() / 4);
+  for (size_t i = 0; i < words.size(); ++i)
+    for (unsigned b = 0; b < 4; ++b) words[i] |= uint32_t{static_cast<unsigned char>(bytes[4 * i + b])} << (8 * b);
+  chip.write(beat, words);
+}
+
+// --hbm-out BEAT:BEATS:FILE: HBM after the run into the file (little-endian words).
+void hbm_out(Chip& chip, const std::string& spec) {
+  const auto parts = split(spec, ':');
+  if (parts.size() < 3) throw UsageError(fmt::format("--hbm-out {}: expected BEAT:BEATS:FILE", spec));
+  const uint64_t beat = parse_u64(parts[0], "--hbm-out beat");
+  const uint64_t beats = parse_u64(parts[1], "--hbm-out beats");
+  const std::string file = spec.substr(parts[0].size() + parts[1].size() + 2);
+  const auto words = chip.read(beat, beats);
+  std::string bytes(words.size() * 4, '\0');
+  for (size_t i = 0; i < words.size(); ++i)
+    for (unsigned b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<char>((words[i] >> (8 * b)) & 0xffu);
+  std::ofstream out(file, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw UsageError(fmt::format("--hbm-out {}: cannot write", file));
+}
+
+json status_json(const tp::driver::Status& s) {
+  return {{"done", s.done},
+          {"timed_out", s.timed_out},
+          {"error", std::string(tp::isa::err_name(s.err))},
+          {"pc", s.pc},
+          {"cycles", s.cycles}};
+}
+
+void write_report(const std::string& path, const json& report) {
+  std::ofstream out(path);
+  out << report.dump(2) << "\n";
+  if (!out) throw UsageError(fmt::format("--report {}: cannot write", path));
+  fmt::print("report: {}\n", path);
+}
+
+struct RunOptions {
+  std::string program, matmul, mlp, backend = "golden", preset, report;
+  bool bias = false, relu = false;
+  uint64_t seed = 1, timeout = 0;
+  std::vector<std::string> hbm_in, hbm_out;
+};
+
+int cmd_asm(const std::string& in, const std::string& out, const std::string& preset_name) {
+  const tp::Preset preset = tp::load_preset(preset_name);
+  const auto prog = tp::isa::assemble(read_text(in), in, preset);
+  tp::isa::write_program(out, prog);
+  fmt::print("{}: {} instructions for preset '{}'\n", out, prog.code.size(), preset.name);
+  return kExitOk;
+}
+
+int cmd_disasm(const std::string& in) {
+  const auto prog = tp::isa::read_program(in);
+  fmt::print("# {}: {} instructions, preset '{}', fingerprint {:#018x}\n", in, prog.code.size(), prog.preset,
+             prog.fingerprint);
+  fmt::print("{}", tp::isa::disassemble(prog));
+  return kExitOk;
+}
+
+// The layers of --matmul / --mlp placed one after another from HBM beat 0, as compile shows them.
+std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const std::string& matmul,
+                                                      const std::string& mlp, bool bias, bool relu) {
+  uint64_t beat = 0;
+  auto place = [&](uint32_t rows, uint32_t cols, bool weight) {
+    const tp::compiler::MatrixRef ref{beat, rows, cols};
+    beat += tp::compiler::padded_beats(p, weight ? tp::compiler::padded_rows(p, rows) : rows, cols);
+    return ref;
+  };
+  auto layer = [&](tp::compiler::MatrixRef a, uint32_t k, uint32_t n, bool with_bias) {
+    tp::compiler::MatmulLayer l;
+    l.m = a.rows;
+    l.k = k;
+    l.n = n;
+    l.bias = with_bias;
+    l.a = a;
+    l.w = place(k, n, true);
+    if (with_bias) l.b = place(1, n, false);
+    l.c = place(a.rows, n, false);
+    return l;
+  };
+  if (!matmul.empty()) {
+    const auto s = parse_shape(matmul, 3, "--matmul");
+    auto l = layer(place(s[0], s[1], false), s[1], s[2], bias);
+    l.relu = relu;
+    return {l};
+  }
+  const auto s = parse_shape(mlp, 4, "--mlp");
+  auto l1 = layer(place(s[0], s[1], false), s[1], s[2], true);
+  l1.relu = l1.out_bf16 = true;
+  return {l1, layer(l1.c, s[2], s[3], true)};
+}
+
+int cmd_compile(const RunOptions& o, const std::string& out) {
+  if (o.matmul.empty() == o.mlp.empty()) throw UsageError("compile: give exactly one of --matmul or --mlp");
+  if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("compile: --bias and --relu go with --matmul");
+  const tp::Preset p = tp::load_preset(o.preset);
+  const auto layers = layers_at_zero(p, o.matmul, o.mlp, o.bias, o.relu);
+  if (out.empty()) {
+    fmt::print("{}", tp::compiler::compile_asm(p, layers));
+    return kExitOk;
+  }
+  const auto prog = tp::compiler::compile(p, layers);
+  tp::isa::write_program(out, prog);
+  fmt::print("{}: {} instructions for preset '{}'\n", out, prog.code.size(), p.name);
+  return kExitOk;
+}
+
+int cmd_run(const RunOptions& o) {
+  const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty();
+  if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN or --mlp MxKxHxN");
+  if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
+  if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
+    throw UsageError("run: --hbm-in and --hbm-out go with a program file");
+  const Backend backend = tp::driver::parse_backend(o.backend);
+
+  json report;
+  report["tool"] = "tensorpod run";
+  report["backend"] = o.backend;
+
+  if (!o.program.empty()) {
+    const auto prog = tp::isa::read_program(o.program);
+    auto chip = Chip::open(o.preset.empty() ? prog.preset : o.preset, backend);
+    for (const auto& spec : o.hbm_in) hbm_in(*chip, spec);
+    chip->load(prog);
+    const auto status = chip->run(o.timeout ? o.timeout : 1'000'000'000ull);
+    const auto counters = chip->counters();
+    fmt::print("{} on {} (preset '{}'): {}\n", o.program, chip->backend_name(), chip->preset().name,
+               tp::driver::describe(status));
+    for (const auto& [name, value] : counters) fmt::print("  {:<16} {}\n", name, value);
+    for (const auto& spec : o.hbm_out) hbm_out(*chip, spec);
+    if (!o.report.empty()) {
+      report["program"] = o.program;
+      report["preset"] = json::parse(tp::preset_json(chip->preset()));
+      report["status"] = status_json(status);
+      report["counters"] = counters;
+      write_report(o.report, report);
+    }
+    return status.ok() ? kExitOk : kExitFail;
+  }
+
+  auto chip = Chip::open(o.preset, backend);
+  tp::driver::MatmulRun run;
+  if (!o.matmul.empty()) {
+    const auto s = parse_shape(o.matmul, 3, "--matmul");
+    run = tp::driver::run_matmul(*chip, {s[0], s[1], s[2], o.bias, o.relu}, o.seed, o.timeout);
+  } else {
+    const auto s = parse_shape(o.mlp, 4, "--mlp");
+    run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3]}, o.seed, o.timeout);
+  }
+  fmt::print("{} on {} (preset '{}', n={}), seed {}\n", run.what, chip->backend_name(), chip->preset().name,
+             chip->lanes(), run.seed);
+  fmt::print("  status:      {}\n", tp::driver::describe(run.status));
+  if (run.status.ok()) {
+    if (run.pass) {
+      fmt::print("  check:       PASS (bit-exact)\n");
+    } else {
+      const auto& m = *run.first_mismatch;
+      fmt::print("  check:       FAIL: {} mismatches; first at row {} col {}: got {:#010x}, expected {:#010x}\n",
+                 run.mismatches, m.row, m.col, m.got, m.expected);
+    }
+  } else {
+    fmt::print("  check:       FAIL (the chip did not finish cleanly)\n");
+  }
+  fmt::print("  program:     {} instructions\n", run.instructions);
+  fmt::print("  cycles:      {}{}\n", run.cycles, chip->backend_name() == "golden" ? " (golden estimate)" : "");
+  fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
+  fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
+  if (!o.report.empty()) {
+    report["what"] = run.what;
+    report["preset"] = json::parse(tp::preset_json(chip->preset()));
+    report["seed"] = run.seed;
+    report["pass"] = run.pass;
+    report["status"] = status_json(run.status);
+    report["mismatches"] = run.mismatches;
+    if (run.first_mismatch) {
+      const auto& m = *run.first_mismatch;
+      report["first_mismatch"] = {{"row", m.row}, {"col", m.col}, {"got", m.got}, {"expected", m.expected}};
+    }
+    report["instructions"] = run.instructions;
+    report["cycles"] = run.cycles;
+    report["mxu_rows"] = run.mxu_rows;
+    report["mxu_utilization"] = run.mxu_utilization;
+    report["bytes_loaded"] = run.bytes_loaded;
+    report["bytes_stored"] = run.bytes_stored;
+    report["counters"] = run.counters;
+    write_report(o.report, report);
+  }
+  return run.pass ? kExitOk : kExitFail;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tensorpod: assemble, disassemble and run chip programs (docs/chip.md)"};
+  app.require_subcommand(1);
+
+  std::string asm_in, asm_out, asm_preset;
+  auto* asm_cmd = app.add_subcommand("asm", "Assemble a program for a preset into a .tpb file");
+  asm_cmd->add_option("input", asm_in, "assembly source")->required();
+  asm_cmd->add_option("-o,--output", asm_out, "program file to write (.tpb)")->required();
+  asm_cmd->add_option("--config", asm_preset, "preset (default: the config file's default)");
+
+  std::string disasm_in;
+  auto* disasm_cmd = app.add_subcommand("disasm", "Disassemble a .tpb program file");
+  disasm_cmd->add_option("input", disasm_in, "program file (.tpb)")->required();
+
+  RunOptions comp;
+  std::string comp_out;
+  auto* comp_cmd = app.add_subcommand(
+      "compile", "Compile a matmul or MLP (operands from HBM beat 0 on) to assembly text (stdout) or a .tpb file");
+  comp_cmd->add_option("--matmul", comp.matmul, "C = A x W for shape MxKxN");
+  comp_cmd->add_flag("--bias", comp.bias, "--matmul: add a bias row");
+  comp_cmd->add_flag("--relu", comp.relu, "--matmul: apply ReLU");
+  comp_cmd->add_option("--mlp", comp.mlp, "a two-layer MLP MxKxHxN");
+  comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)");
+  comp_cmd->add_option("-o,--output", comp_out, "program file to write (.tpb); without it, print the assembly");
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand(
+      "run", "Run a program file, or a compiled matmul / MLP checked bit-exact against the host reference");
+  run_cmd->add_option("program", run.program, "program file (.tpb) to load and run");
+  run_cmd->add_option("--matmul", run.matmul, "compile and run C = A x W for shape MxKxN");
+  run_cmd->add_flag("--bias", run.bias, "--matmul: add a bias row");
+  run_cmd->add_flag("--relu", run.relu, "--matmul: apply ReLU");
+  run_cmd->add_option("--mlp", run.mlp, "compile and run a two-layer MLP MxKxHxN (x[M,K] -> h[M,H] -> y[M,N])");
+  run_cmd->add_option("--backend", run.backend, "rtl or golden")->capture_default_str();
+  run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)");
+  run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str();
+  run_cmd->add_option("--timeout", run.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
+  run_cmd->add_option("--report", run.report, "write a JSON report to this file");
+  run_cmd->add_option("--hbm-in", run.hbm_in, "program runs: load a file of 32-bit words into HBM at BEAT:FILE");
+  run_cmd->add_option("--hbm-out", run.hbm_out, "program runs: save HBM BEAT:BEATS:FILE after the run");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+
+  try {
+    if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_preset);
+    if (*disasm_cmd) return cmd_disasm(disasm_in);
+    if (*comp_cmd) return cmd_compile(comp, comp_out);
+    return cmd_run(run);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "tensorpod: {}\n", e.what());
+  } catch (const tp::ConfigError& e) {
+    fmt::print(stderr, "tensorpod: {}\n", e.what());
+  } catch (const tp::isa::IsaError& e) {
+    fmt::print(stderr, "tensorpod: {}\n", e.what());
+  } catch (const tp::compiler::CompileError& e) {
+    fmt::print(stderr, "tensorpod: {}\n", e.what());
+  } catch (const tp::driver::DriverError& e) {
+    fmt::print(stderr, "tensorpod: {}\n", e.what());
+  } catch (const std::exception& e) {
+    // Not an input problem: a failure inside a backend or the host.
+    fmt::print(stderr, "tensorpod: internal error: {}\n", e.what());
+    return kExitFail;
+  }
+  return kExitUsage;
+}

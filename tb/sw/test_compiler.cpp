@@ -1,0 +1,275 @@
+// The compiler and the driver on the golden backend: matmuls and MLPs bit-exact against the host
+// reference over many shapes, compile errors, assembly round trip, driver errors.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler.h"
+#include "driver.h"
+#include "tb_util.h"
+
+namespace {
+
+using tp::compiler::CompileError;
+using tp::compiler::MatmulLayer;
+using tp::driver::Backend;
+using tp::driver::Chip;
+using tp::driver::DriverError;
+
+std::unique_ptr<Chip> golden(const std::string& preset) { return Chip::open(preset, Backend::golden); }
+
+// Checks one run and says which shape and seed failed.
+void expect_pass(const tp::driver::MatmulRun& run, const std::string& preset) {
+  SCOPED_TRACE(fmt::format("{} on preset {} seed {}", run.what, preset, run.seed));
+  EXPECT_TRUE(run.status.ok()) << tp::driver::describe(run.status);
+  EXPECT_EQ(run.mismatches, 0u);
+  if (run.first_mismatch) {
+    const auto& m = *run.first_mismatch;
+    ADD_FAILURE() << fmt::format("first mismatch at row {} col {}: got {:#010x}, expected {:#010x}", m.row, m.col,
+                                 m.got, m.expected);
+  }
+  EXPECT_TRUE(run.pass);
+}
+
+// A layer placed at fixed beats, for compile-only tests.
+MatmulLayer layer_at(const tp::Preset& p, uint32_t m, uint32_t k, uint32_t n, bool bias = false) {
+  MatmulLayer l;
+  l.m = m;
+  l.k = k;
+  l.n = n;
+  l.bias = bias;
+  uint64_t beat = 0;
+  l.a = {beat, m, k};
+  beat += tp::compiler::padded_beats(p, m, k);
+  l.w = {beat, k, n};
+  beat += tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, k), n);
+  if (bias) {
+    l.b = {beat, 1, n};
+    beat += tp::compiler::padded_beats(p, 1, n);
+  }
+  l.c = {beat, m, n};
+  return l;
+}
+
+struct Shape {
+  uint32_t m, k, n;
+  bool bias, relu;
+};
+
+class GoldenMatmul : public ::testing::TestWithParam<std::string> {};
+
+// Fixed shapes that hit the edges of the tiling: 1x1x1, sizes off multiples of n, several K and N
+// tiles, and M larger than one block (the odd preset's 100 accumulator rows give blocks of at most
+// 50 rows).
+TEST_P(GoldenMatmul, FixedShapes) {
+  const std::string preset = GetParam();
+  auto chip = golden(preset);
+  const uint32_t n = chip->lanes();
+  const std::vector<Shape> shapes = {
+      {1, 1, 1, false, false},
+      {1, 1, 1, true, true},
+      {n, n, n, false, false},
+      {n + 1, n - 1, n + 3, true, false},
+      {3, 2 * n + 1, 5, false, true},
+      {2 * n, 3 * n, 2 * n, true, true},
+      {5 * n + 3, n + 2, 2 * n - 1, true, true},
+      {130, 2 * n + 5, 3 * n + 1, false, false},
+      {300, 7, 2, true, false},
+  };
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  for (const auto& s : shapes) {
+    const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, seed++);
+    expect_pass(run, preset);
+    EXPECT_GT(run.mxu_rows, 0u);
+  }
+  EXPECT_EQ(chip->allocated(), 0u) << "run_matmul releases its HBM";
+}
+
+TEST_P(GoldenMatmul, RandomShapes) {
+  const std::string preset = GetParam();
+  auto chip = golden(preset);
+  const uint32_t n = chip->lanes();
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 12; ++i) {
+    const Shape s{static_cast<uint32_t>(1 + rng() % 150), static_cast<uint32_t>(1 + rng() % (4 * n)),
+                  static_cast<uint32_t>(1 + rng() % (3 * n)), rng() % 2 == 0, rng() % 2 == 0};
+    expect_pass(tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, rng()), preset);
+  }
+}
+
+TEST_P(GoldenMatmul, Mlp) {
+  const std::string preset = GetParam();
+  auto chip = golden(preset);
+  const uint32_t n = chip->lanes();
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  expect_pass(tp::driver::run_mlp(*chip, {1, 1, 1, 1}, seed++), preset);
+  expect_pass(tp::driver::run_mlp(*chip, {n + 3, 2 * n + 1, n + 5, n - 1}, seed++), preset);
+  expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2}, seed++), preset);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, GoldenMatmul, ::testing::Values("tiny", "odd", "small"),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+
+// The program order keeps every wait covered by earlier signals, so no queue depth can deadlock
+// it; the queue depth is not part of the preset fingerprint, so the same program runs on each.
+TEST(Compiler, NoDeadlockAtAnyQueueDepth) {
+  for (unsigned depth : {1u, 2u, 7u}) {
+    tp::Preset p = tp::load_preset("odd");
+    p.chip.queue = depth;
+    auto chip = tp::driver::make_golden_chip(p);
+    const uint32_t n = p.mxu.n;
+    const uint64_t seed = tp::tb::test_seed(fmt::format("{}.depth{}", tp::tb::current_test_name(), depth));
+    expect_pass(tp::driver::run_matmul(*chip, {130, 3 * n + 1, 2 * n + 1, true, true}, seed), "odd");
+    expect_pass(tp::driver::run_mlp(*chip, {101, n + 1, 2 * n, 3}, seed + 1), "odd");
+  }
+}
+
+TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
+  for (const std::string name : {"tiny", "odd"}) {
+    const tp::Preset p = tp::load_preset(name);
+    std::vector<MatmulLayer> layers = {layer_at(p, 70, 3 * p.mxu.n + 1, 2 * p.mxu.n + 2, true)};
+    layers[0].relu = true;
+    layers[0].out_bf16 = true;
+    // A second layer reading the first one's output.
+    MatmulLayer l2 = layer_at(p, 70, layers[0].n, 5);
+    l2.a = layers[0].c;
+    l2.w.beat = l2.c.beat = layers[0].c.beat + tp::compiler::padded_beats(p, 70, layers[0].n);
+    l2.c.beat = l2.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, l2.k), l2.n);
+    layers.push_back(l2);
+    const auto prog = tp::compiler::compile(p, layers);
+    const std::string text = tp::compiler::compile_asm(p, layers);
+    const auto again = tp::isa::assemble(text, "compile_asm", p);
+    EXPECT_EQ(again.preset, prog.preset);
+    EXPECT_EQ(again.fingerprint, prog.fingerprint);
+    EXPECT_EQ(again.code, prog.code) << text;
+    EXPECT_NO_THROW(tp::isa::check_preset(prog, p));
+  }
+}
+
+TEST(Compiler, Tiling) {
+  const tp::Preset p = tp::load_preset("odd");  // n = 12, 100 accumulator rows
+  const uint32_t n = p.mxu.n;
+  auto t = tp::compiler::plan(p, layer_at(p, 100, 2 * n + 1, n + 1));
+  EXPECT_EQ(t.kb, 3u);
+  EXPECT_EQ(t.nb, 2u);
+  EXPECT_EQ(t.mb, 2u);  // two accumulator buffers of at most 50 rows
+  EXPECT_EQ(t.tm, 50u);
+  t = tp::compiler::plan(p, layer_at(p, 101, 2 * n + 1, n + 1));
+  EXPECT_EQ(t.mb, 3u);
+  EXPECT_EQ(t.tm, 34u);  // evened out: 34 + 34 + 33, not 50 + 50 + 1
+  EXPECT_LE(t.vmem_rows, p.chip.vmem_rows);
+  // Many K-tiles: VMEM, not the accumulators, limits the block, and the largest block that fits is
+  // taken.
+  const uint32_t kb = p.chip.vmem_rows / (2 * 5);
+  t = tp::compiler::plan(p, layer_at(p, 100, kb * n, 5));
+  EXPECT_EQ(t.kb, kb);
+  EXPECT_LE(t.vmem_rows, p.chip.vmem_rows);
+  // VMEM: 2 A buffers of kb rows per block row, 2 output rows per block row, 4 weight slots.
+  const uint32_t tm_max = (p.chip.vmem_rows - 4 * n) / (2 * kb + 2);
+  EXPECT_EQ(t.mb, (100 + tm_max - 1) / tm_max);
+}
+
+TEST(Compiler, Errors) {
+  const tp::Preset p = tp::load_preset("odd");
+  auto expect_error = [&](const std::vector<MatmulLayer>& layers, const std::string& needle) {
+    try {
+      (void)tp::compiler::compile(p, layers);
+      ADD_FAILURE() << "no CompileError; expected one containing '" << needle << "'";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({}, "no layers");
+  auto l = layer_at(p, 4, 0, 4);
+  expect_error({l}, "at least 1");
+  l = layer_at(p, 0, 4, 4);
+  expect_error({l}, "at least 1");
+  l = layer_at(p, 4, 4, 4);
+  l.c.beat = l.w.beat;  // C on top of W
+  expect_error({l}, "overlap");
+  l = layer_at(p, 4, 4, 4, true);
+  l.b.beat = l.a.beat + 1;
+  expect_error({l}, "overlap");
+  l = layer_at(p, 4, 4, 4);
+  l.a.cols = 5;
+  expect_error({l}, "A is 4x5, the layer needs 4x4");
+  l = layer_at(p, 4, 4, 4);
+  l.c.beat = p.chip.hbm_beats - 1;
+  expect_error({l}, "past the end of HBM");
+  // 500 K-tiles: two A buffers need 1000 rows for a single M row.
+  expect_error({layer_at(p, 1, 6000, 4)}, "does not fit preset 'odd'");
+  // Many tiles: more instructions than the 3000-word instruction memory.
+  expect_error({layer_at(p, 100, 12 * 20, 12 * 20)}, "imem_words");
+}
+
+TEST(Compiler, PackUnpack) {
+  const tp::Preset p = tp::load_preset("odd");  // n = 12
+  std::vector<uint16_t> v(3 * 13);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint16_t>(i + 1);
+  const auto packed = tp::compiler::pack_bf16(p, 3, 13, v);
+  ASSERT_EQ(packed.size(), 3u * 24u);
+  EXPECT_EQ(packed[24], 14u);  // row 1 starts at beat 2
+  EXPECT_EQ(packed[13], 0u);   // padding
+  const auto w = tp::compiler::pack_bf16(p, 3, 13, v, true);
+  EXPECT_EQ(w.size(), 12u * 24u);  // rows padded to n
+  std::vector<uint32_t> back = tp::compiler::unpack(p, 3, 13, packed);
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(back[i], v[i]);
+  EXPECT_THROW(tp::compiler::pack_bf16(p, 3, 14, v), CompileError);
+  EXPECT_EQ(tp::compiler::padded_beats(p, 3, 13), 6u);
+}
+
+TEST(Driver, Errors) {
+  EXPECT_THROW(Chip::open("no_such_preset", Backend::golden), DriverError);
+  try {
+    (void)Chip::open("tiny", Backend::rtl);
+    // A binary that links an RTL backend for tiny may open it.
+  } catch (const DriverError& e) {
+    EXPECT_NE(std::string(e.what()).find("tiny"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(tp::driver::parse_backend("verilog"), DriverError);
+  EXPECT_EQ(tp::driver::parse_backend("golden"), Backend::golden);
+
+  auto chip = golden("tiny");
+  EXPECT_EQ(chip->backend_name(), "golden");
+  const uint64_t total = chip->preset().chip.hbm_beats;
+  EXPECT_EQ(chip->alloc(10), 0u);
+  EXPECT_EQ(chip->alloc(5), 10u);
+  EXPECT_THROW(chip->alloc(total), DriverError);
+  chip->release(0);
+  EXPECT_EQ(chip->alloc(total), 0u);
+  EXPECT_THROW(chip->alloc(1), DriverError);
+  chip->release(0);
+
+  // HBM access past the end, and a partial beat.
+  EXPECT_THROW(chip->write(total, std::vector<uint32_t>(chip->lanes())), DriverError);
+  EXPECT_THROW(chip->write(0, std::vector<uint32_t>(chip->lanes() + 1)), DriverError);
+  EXPECT_THROW(chip->read(total - 1, 2), DriverError);
+
+  // A program compiled for another preset.
+  const tp::Preset odd = tp::load_preset("odd");
+  const auto prog = tp::compiler::compile(odd, {layer_at(odd, 4, 4, 4)});
+  EXPECT_THROW(chip->load(prog), DriverError);
+}
+
+// A timeout is reported, not hung on: a program that waits on a semaphore no one signals is a
+// deadlock error, and one that runs longer than the timeout is timed_out.
+TEST(Driver, TimeoutAndChipErrors) {
+  auto chip = golden("tiny");
+  const tp::Preset& p = chip->preset();
+  auto prog = tp::isa::assemble("fence unit=load wait=3\nhalt\n", "deadlock.s", p);
+  chip->load(prog);
+  auto s = chip->run(1000);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.err, tp::isa::Err::deadlock);
+  const auto big = tp::compiler::compile(p, {layer_at(p, 64, 64, 64)});
+  chip->load(big);
+  s = chip->run(3);
+  EXPECT_TRUE(s.timed_out);
+  EXPECT_FALSE(s.ok());
+}
+
+}  // namespace
