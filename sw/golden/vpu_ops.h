@@ -69,28 +69,18 @@ inline uint32_t fp32_relu(uint32_t a) {
   return fp32_value(a) > 0.0f ? a : 0u;
 }
 
-// True for the opcodes the vector unit executes.
+// From the ISA table: the opcodes the vector unit executes, and which of them read b.
 constexpr bool vpu_is_vector_op(isa::Op op) {
-  const unsigned v = static_cast<unsigned>(op);
-  return v >= static_cast<unsigned>(isa::Op::vadd) && v <= static_cast<unsigned>(isa::Op::vmov);
+  for (const auto& d : isa::kInstrs)
+    if (d.op == op) return d.unit == isa::Unit::vec;
+  return false;
+}
+constexpr bool vpu_uses_b(isa::Op op) {
+  for (const auto& d : isa::kInstrs)
+    if (d.op == op) return d.uses_b;
+  return false;
 }
 constexpr bool vpu_is_reduction(isa::Op op) { return op == isa::Op::vredsum || op == isa::Op::vredmax; }
-constexpr bool vpu_uses_b(isa::Op op) {
-  switch (op) {
-    case isa::Op::vadd:
-    case isa::Op::vsub:
-    case isa::Op::vmul:
-    case isa::Op::vmax:
-    case isa::Op::vmin:
-    case isa::Op::vcmplt:
-    case isa::Op::vcmple:
-    case isa::Op::vcmpeq:
-    case isa::Op::vsel:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // One lane of a vector op: a, b the operand lanes, m the mask lane (vsel), imm the instruction's
 // 32-bit field (vscale). For the reductions this is one step of the fold, acc (a) with the next
