@@ -295,12 +295,6 @@ class Builder {
                   fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb,
                               mb % 2)};
     };
-    auto a_block = [&](uint64_t mb) {
-      LoadItem item;
-      item.after_afree = mb >= 2 ? mb - 1 : 0;  // the A_FREE of block mb - 2
-      for (uint64_t kb = 0; kb < t.kb; ++kb) item.lines.push_back(a_tile(mb, kb));
-      return item;
-    };
     uint64_t j = 0;  // weight tile index in the layer
     for (uint64_t mb = 0; mb < t.mb; ++mb) {
       for (uint64_t i = 0; i < tiles_per_block; ++i, ++j) {
@@ -313,11 +307,18 @@ class Builder {
         item.lines.push_back({dma(Op::dma_ld, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * n * t.nb + nb, n, 1,
                                   t.nb, kWFree, kWFull),
                               fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
+        // The next block's K-tiles, one per weight tile once this block's first pass is out (so
+        // its A_FULL counts come after this block's, and no long run of loads fills the load
+        // queue and stalls the front end); whatever is left goes with the block's last tile.
+        if (mb + 1 < t.mb && i >= t.kb) {
+          const uint64_t upto = i + 1 == tiles_per_block ? t.kb - 1 : std::min<uint64_t>(i - t.kb, t.kb - 1);
+          for (uint64_t p = i - t.kb; p <= upto && p < t.kb; ++p) item.lines.push_back(a_tile(mb + 1, p));
+          if (i == t.kb) item.after_afree = mb;  // the block's first K-tile waits A_FREE of block mb - 1
+        } else if (mb + 1 < t.mb && i + 1 == tiles_per_block) {  // one pass only (nb = 1)
+          for (uint64_t p = 0; p < t.kb; ++p) item.lines.push_back(a_tile(mb + 1, p));
+          item.after_afree = mb;
+        }
         loads.push_back(std::move(item));
-        // Prefetch the next A block once the ring is full: it loads while the MXU works through
-        // the tiles already in the ring.
-        if (mb + 1 < t.mb && i == std::min<uint64_t>(kWeightSlots - 1, tiles_per_block - 1))
-          loads.push_back(a_block(mb + 1));
       }
     }
 

@@ -11,6 +11,8 @@
 #include "chip_model.h"
 #include "fp.h"
 #include "config.h"
+#include "driver.h"
+#include "matmul_shapes.h"
 #include "isa.h"
 #include "tb_util.h"
 
@@ -326,6 +328,50 @@ TEST(Chip, CountersAddUp) {
   EXPECT_EQ(rtl.counter(c::kVpuRows), 20u);
   EXPECT_EQ(rtl.counter(c::kInstrs), 7u);
   EXPECT_GT(rtl.counter(c::kUnitBase + 4 * 2 + 1), 0u) << "the vector queue waited on its semaphore";
+}
+
+
+// ---- matmul programs from the compiler, on the RTL, bit-exact with the host reference -------
+std::unique_ptr<tp::driver::Chip> rtl_chip() { return tp::driver::Chip::open(TP_PRESET, tp::driver::Backend::rtl); }
+
+void expect_pass(const tp::driver::MatmulRun& run) {
+  EXPECT_TRUE(run.pass) << run.what << " (seed " << run.seed << "): " << tp::driver::describe(run.status) << ", "
+                        << run.mismatches << " elements differ"
+                        << (run.first_mismatch ? fmt::format(", first at ({}, {}): {:#010x}, expected {:#010x}",
+                                                             run.first_mismatch->row, run.first_mismatch->col,
+                                                             run.first_mismatch->got, run.first_mismatch->expected)
+                                               : "");
+}
+
+TEST(ChipMatmul, EdgeShapes) {
+  auto chip = rtl_chip();
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  for (const auto& s : tp::tb::edge_shapes(chip->lanes())) {
+    const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, seed++);
+    expect_pass(run);
+    EXPECT_EQ(run.mxu_rows, uint64_t{s.m} * ((s.k + chip->lanes() - 1) / chip->lanes()) *
+                                ((s.n + chip->lanes() - 1) / chip->lanes()));
+  }
+}
+
+TEST(ChipMatmul, RandomShapes) {
+  auto chip = rtl_chip();
+  const uint32_t n = chip->lanes();
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 8; ++i) {
+    const tp::driver::MatmulSpec s{static_cast<uint32_t>(1 + rng() % 200), static_cast<uint32_t>(1 + rng() % (5 * n)),
+                                   static_cast<uint32_t>(1 + rng() % (3 * n)), rng() % 2 == 0, rng() % 2 == 0};
+    expect_pass(tp::driver::run_matmul(*chip, s, rng()));
+  }
+}
+
+TEST(ChipMatmul, Mlp) {
+  auto chip = rtl_chip();
+  const uint32_t n = chip->lanes();
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  expect_pass(tp::driver::run_mlp(*chip, {2 * n + 3, 2 * n + 1, n + 5, n - 1}, seed++));
+  expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2}, seed++));
 }
 
 }  // namespace

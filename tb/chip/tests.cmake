@@ -14,19 +14,6 @@ target_link_libraries(test_vpu_lane PRIVATE rtl_vpu_lane tp_golden tp_tb_util GT
 gtest_discover_tests(test_vpu_lane PROPERTIES LABELS "vpu")
 list(APPEND TP_TEST_TARGETS test_vpu_lane)
 
-foreach(preset ${TP_TEST_PRESETS})
-  add_executable(test_chip_${preset} chip/test_chip.cpp)
-  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)
-  target_compile_definitions(test_chip_${preset} PRIVATE TP_PRESET="${preset}" TP_CHIP_HEADER="Vchip_${preset}.h"
-                             TP_CHIP_CLASS=Vchip_${preset})
-  target_compile_options(test_chip_${preset} PRIVATE ${TP_WARNINGS})
-  target_link_libraries(test_chip_${preset} PRIVATE rtl_chip_${preset} tp_chip_model tp_isa tp_config tp_tb_util
-                        GTest::gtest_main)
-  gtest_discover_tests(test_chip_${preset} TEST_PREFIX "${preset}." DISCOVERY_TIMEOUT 60
-                       PROPERTIES LABELS "chip;${preset}")
-  list(APPEND TP_TEST_TARGETS test_chip_${preset})
-endforeach()
-
 # The driver's RTL backend per test preset (object libraries: their static registration stays
 # linked), and the tensorpod tool with all of them.
 set(TP_RTL_BACKENDS "")
@@ -40,3 +27,17 @@ foreach(preset ${TP_TEST_PRESETS})
   list(APPEND TP_RTL_BACKENDS tp_rtl_backend_${preset})
 endforeach()
 target_link_libraries(tensorpod PRIVATE ${TP_RTL_BACKENDS})
+
+foreach(preset ${TP_TEST_PRESETS})
+  add_executable(test_chip_${preset} chip/test_chip.cpp)
+  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip ${CMAKE_CURRENT_SOURCE_DIR}/sw)
+  target_compile_definitions(test_chip_${preset} PRIVATE TP_PRESET="${preset}" TP_CHIP_HEADER="Vchip_${preset}.h"
+                             TP_CHIP_CLASS=Vchip_${preset})
+  target_compile_options(test_chip_${preset} PRIVATE ${TP_WARNINGS})
+  target_link_libraries(test_chip_${preset} PRIVATE tp_rtl_backend_${preset} rtl_chip_${preset} tp_chip_model tp_driver
+                        tp_isa tp_config tp_tb_util GTest::gtest_main)
+  gtest_discover_tests(test_chip_${preset} TEST_PREFIX "${preset}." DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "chip;${preset}")
+  list(APPEND TP_TEST_TARGETS test_chip_${preset})
+endforeach()
+

@@ -9,6 +9,7 @@
 
 #include "compiler.h"
 #include "driver.h"
+#include "matmul_shapes.h"
 #include "tb_util.h"
 
 namespace {
@@ -54,10 +55,7 @@ MatmulLayer layer_at(const tp::Preset& p, uint32_t m, uint32_t k, uint32_t n, bo
   return l;
 }
 
-struct Shape {
-  uint32_t m, k, n;
-  bool bias, relu;
-};
+using tp::tb::Shape;
 
 class GoldenMatmul : public ::testing::TestWithParam<std::string> {};
 
@@ -68,17 +66,8 @@ TEST_P(GoldenMatmul, FixedShapes) {
   const std::string preset = GetParam();
   auto chip = golden(preset);
   const uint32_t n = chip->lanes();
-  const std::vector<Shape> shapes = {
-      {1, 1, 1, false, false},
-      {1, 1, 1, true, true},
-      {n, n, n, false, false},
-      {n + 1, n - 1, n + 3, true, false},
-      {3, 2 * n + 1, 5, false, true},
-      {2 * n, 3 * n, 2 * n, true, true},
-      {5 * n + 3, n + 2, 2 * n - 1, true, true},
-      {130, 2 * n + 5, 3 * n + 1, false, false},
-      {300, 7, 2, true, false},
-  };
+  const std::vector<Shape> shapes = tp::tb::edge_shapes(n);
+
   uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
   for (const auto& s : shapes) {
     const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, seed++);
