@@ -1,5 +1,7 @@
 # Thin wrapper around CMake + CTest. Every target installs missing Debian packages first.
-#   make sim   [PRESET=<name>] [ARGS="--rows 512 ..."]   demo matmul on the Verilated MXU
+#   make sim   [PRESET=<name>] [ARGS="--matmul 512x256x1024 --bias --relu"]
+#                                                       an MLP (or ARGS) on the Verilated chip and
+#                                                       on the golden interpreter, compared
 #   make test                                           the regression (tiny, small, odd presets)
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>]   rerun one test with FST waves
 #   make lint                                           verilator --lint-only -Wall, every top
@@ -24,8 +26,11 @@ configure: deps
 
 sim: configure
 	@grep -q '"$(PRESET)": *{' configs/presets.json || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/presets.json | tr '\n' ' '))"; exit 2; }
-	@cmake --build $(BUILD) --target mxu_sim_$(PRESET) -j $(JOBS) | grep -v '^\[' || true
-	@$(BUILD)/tb/mxu_sim_$(PRESET) $(ARGS)
+	@echo "make sim: building the tensorpod tool with the Verilated chip (log: $(BUILD)/sim-build.log)"
+	@cmake --build $(BUILD) --target tensorpod -j $(JOBS) > $(BUILD)/sim-build.log 2>&1 \
+	  || { tail -40 $(BUILD)/sim-build.log; echo "make sim: the build failed (log: $(BUILD)/sim-build.log)"; exit 1; }
+	@mkdir -p $(BUILD)/reports
+	@$(BUILD)/sw/tensorpod run --backend both --config $(PRESET) $(if $(ARGS),$(ARGS),--demo) --report $(BUILD)/reports/sim.json
 
 test: configure
 	@cmake --build $(BUILD) --target tests -j $(JOBS)

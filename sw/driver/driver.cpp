@@ -227,6 +227,7 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
           Mismatch{static_cast<uint32_t>(i / out.n), static_cast<uint32_t>(i % out.n), got[i], expected[i]};
   }
   run.pass = run.mismatches == 0;
+  run.output = got;
 }
 
 }  // namespace

@@ -140,6 +140,7 @@ struct MatmulRun {
   uint64_t cycles = 0, mxu_rows = 0, bytes_loaded = 0, bytes_stored = 0;
   double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
   std::map<std::string, uint64_t> counters;
+  std::vector<uint32_t> output;  // the result read back (row-major m x n), empty when the run failed
 };
 
 // Random bf16 operands (exponents near 0, both signs) and fp32 bias from `seed`, HBM allocated

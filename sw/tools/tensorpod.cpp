@@ -130,7 +130,7 @@ void write_report(const std::string& path, const json& report) {
 
 struct RunOptions {
   std::string program, matmul, mlp, backend = "golden", preset, report;
-  bool bias = false, relu = false;
+  bool bias = false, relu = false, demo = false;
   uint64_t seed = 1, timeout = 0;
   std::vector<std::string> hbm_in, hbm_out;
 };
@@ -199,13 +199,57 @@ int cmd_compile(const RunOptions& o, const std::string& out) {
   return kExitOk;
 }
 
+void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
+  fmt::print("{} on {} (preset '{}', n={}), seed {}\n", run.what, chip.backend_name(), chip.preset().name,
+             chip.lanes(), run.seed);
+  fmt::print("  status:      {}\n", tp::driver::describe(run.status));
+  if (run.status.ok()) {
+    if (run.pass) {
+      fmt::print("  check:       PASS (bit-exact with the host reference)\n");
+    } else {
+      const auto& m = *run.first_mismatch;
+      fmt::print("  check:       FAIL: {} mismatches; first at row {} col {}: got {:#010x}, expected {:#010x}\n",
+                 run.mismatches, m.row, m.col, m.got, m.expected);
+    }
+  } else {
+    fmt::print("  check:       FAIL (the chip did not finish cleanly)\n");
+  }
+  fmt::print("  program:     {} instructions\n", run.instructions);
+  fmt::print("  cycles:      {}{}\n", run.cycles, chip.backend_name() == "golden" ? " (golden estimate)" : "");
+  fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
+  fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
+}
+
+json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
+  json r;
+  r["backend"] = backend;
+  r["what"] = run.what;
+  r["seed"] = run.seed;
+  r["pass"] = run.pass;
+  r["status"] = status_json(run.status);
+  r["mismatches"] = run.mismatches;
+  if (run.first_mismatch) {
+    const auto& m = *run.first_mismatch;
+    r["first_mismatch"] = {{"row", m.row}, {"col", m.col}, {"got", m.got}, {"expected", m.expected}};
+  }
+  r["instructions"] = run.instructions;
+  r["cycles"] = run.cycles;
+  r["mxu_rows"] = run.mxu_rows;
+  r["mxu_utilization"] = run.mxu_utilization;
+  r["bytes_loaded"] = run.bytes_loaded;
+  r["bytes_stored"] = run.bytes_stored;
+  r["counters"] = run.counters;
+  return r;
+}
+
 int cmd_run(const RunOptions& o) {
-  const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty();
-  if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN or --mlp MxKxHxN");
+  const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty() + o.demo;
+  if (modes != 1)
+    throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
   if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
     throw UsageError("run: --hbm-in and --hbm-out go with a program file");
-  const Backend backend = tp::driver::parse_backend(o.backend);
+  const Backend backend = o.backend == "both" ? Backend::rtl : tp::driver::parse_backend(o.backend);
 
   json report;
   report["tool"] = "tensorpod run";
@@ -232,54 +276,50 @@ int cmd_run(const RunOptions& o) {
     return status.ok() ? kExitOk : kExitFail;
   }
 
-  auto chip = Chip::open(o.preset, backend);
-  tp::driver::MatmulRun run;
-  if (!o.matmul.empty()) {
-    const auto s = parse_shape(o.matmul, 3, "--matmul");
-    run = tp::driver::run_matmul(*chip, {s[0], s[1], s[2], o.bias, o.relu}, o.seed, o.timeout);
+  // One backend, or both on the same operands (same seed), then compared with each other.
+  std::vector<Backend> backends;
+  if (o.backend == "both") {
+    backends = {Backend::rtl, Backend::golden};
   } else {
-    const auto s = parse_shape(o.mlp, 4, "--mlp");
-    run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3]}, o.seed, o.timeout);
+    backends = {backend};
   }
-  fmt::print("{} on {} (preset '{}', n={}), seed {}\n", run.what, chip->backend_name(), chip->preset().name,
-             chip->lanes(), run.seed);
-  fmt::print("  status:      {}\n", tp::driver::describe(run.status));
-  if (run.status.ok()) {
-    if (run.pass) {
-      fmt::print("  check:       PASS (bit-exact)\n");
+  std::vector<tp::driver::MatmulRun> runs;
+  bool ok = true;
+  for (const Backend b : backends) {
+    auto chip = Chip::open(o.preset, b);
+    tp::driver::MatmulRun run;
+    if (o.demo) {
+      const uint32_t n = chip->lanes();
+      run = tp::driver::run_mlp(*chip, {8 * n, 8 * n, 16 * n, 4 * n}, o.seed, o.timeout);
+    } else if (!o.matmul.empty()) {
+      const auto s = parse_shape(o.matmul, 3, "--matmul");
+      run = tp::driver::run_matmul(*chip, {s[0], s[1], s[2], o.bias, o.relu}, o.seed, o.timeout);
     } else {
-      const auto& m = *run.first_mismatch;
-      fmt::print("  check:       FAIL: {} mismatches; first at row {} col {}: got {:#010x}, expected {:#010x}\n",
-                 run.mismatches, m.row, m.col, m.got, m.expected);
+      const auto s = parse_shape(o.mlp, 4, "--mlp");
+      run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3]}, o.seed, o.timeout);
     }
-  } else {
-    fmt::print("  check:       FAIL (the chip did not finish cleanly)\n");
-  }
-  fmt::print("  program:     {} instructions\n", run.instructions);
-  fmt::print("  cycles:      {}{}\n", run.cycles, chip->backend_name() == "golden" ? " (golden estimate)" : "");
-  fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
-  fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
-  if (!o.report.empty()) {
-    report["what"] = run.what;
-    report["preset"] = json::parse(tp::preset_json(chip->preset()));
-    report["seed"] = run.seed;
-    report["pass"] = run.pass;
-    report["status"] = status_json(run.status);
-    report["mismatches"] = run.mismatches;
-    if (run.first_mismatch) {
-      const auto& m = *run.first_mismatch;
-      report["first_mismatch"] = {{"row", m.row}, {"col", m.col}, {"got", m.got}, {"expected", m.expected}};
+    print_run(run, *chip);
+    ok = ok && run.pass;
+    if (!o.report.empty()) {
+      report["preset"] = json::parse(tp::preset_json(chip->preset()));
+      report["runs"].push_back(run_json(run, chip->backend_name()));
     }
-    report["instructions"] = run.instructions;
-    report["cycles"] = run.cycles;
-    report["mxu_rows"] = run.mxu_rows;
-    report["mxu_utilization"] = run.mxu_utilization;
-    report["bytes_loaded"] = run.bytes_loaded;
-    report["bytes_stored"] = run.bytes_stored;
-    report["counters"] = run.counters;
-    write_report(o.report, report);
+    runs.push_back(std::move(run));
   }
-  return run.pass ? kExitOk : kExitFail;
+  if (runs.size() == 2) {
+    uint64_t differ = 0;
+    const auto& a = runs[0].output;
+    const auto& b = runs[1].output;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) differ += a[i] != b[i];
+    const bool same = !a.empty() && a.size() == b.size() && differ == 0;
+    fmt::print("rtl vs golden interpreter: {}\n",
+               same ? fmt::format("bit-exact ({} elements)", a.size())
+                    : fmt::format("DIFFERENT ({} of {} elements)", differ, a.size()));
+    ok = ok && same;
+    report["rtl_matches_golden"] = same;
+  }
+  if (!o.report.empty()) write_report(o.report, report);
+  return ok ? kExitOk : kExitFail;
 }
 
 }  // namespace
@@ -317,7 +357,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--bias", run.bias, "--matmul: add a bias row");
   run_cmd->add_flag("--relu", run.relu, "--matmul: apply ReLU");
   run_cmd->add_option("--mlp", run.mlp, "compile and run a two-layer MLP MxKxHxN (x[M,K] -> h[M,H] -> y[M,N])");
-  run_cmd->add_option("--backend", run.backend, "rtl or golden")->capture_default_str();
+  run_cmd->add_flag("--demo", run.demo, "the make sim demo: the MLP 8n x 8n x 16n x 4n for the preset's n x n MXU");
+  run_cmd->add_option("--backend", run.backend, "rtl, golden, or both (--matmul/--mlp: the same operands on each, results compared)")->capture_default_str();
   run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)");
   run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str();
   run_cmd->add_option("--timeout", run.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
