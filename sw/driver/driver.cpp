@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <mutex>
 #include <random>
 #include <utility>
@@ -206,7 +207,9 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
   const Preset& p = chip.preset();
   run.instructions = prog.code.size();
   chip.load(prog);
+  const auto t0 = std::chrono::steady_clock::now();
   run.status = chip.run(timeout ? timeout : auto_timeout(p, layers));
+  run.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   run.counters = chip.counters();
   auto counter = [&](std::string_view name) {
     auto it = run.counters.find(std::string(name));

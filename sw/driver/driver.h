@@ -141,6 +141,7 @@ struct MatmulRun {
   double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
   std::map<std::string, uint64_t> counters;
   std::vector<uint32_t> output;  // the result read back (row-major m x n), empty when the run failed
+  double run_seconds = 0;        // wall-clock time of Chip::run alone (simulation speed)
 };
 
 // Random bf16 operands (exponents near 0, both signs) and fp32 bias from `seed`, HBM allocated

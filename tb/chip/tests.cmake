@@ -41,3 +41,9 @@ foreach(preset ${TP_TEST_PRESETS})
   list(APPEND TP_TEST_TARGETS test_chip_${preset})
 endforeach()
 
+
+# make bench: compiled matmuls on the Verilated chip (build/reports/chip.json).
+set(TP_CHIP_BENCH_PRESETS tiny small CACHE STRING "Presets of the chip benchmark (a subset of TP_TEST_PRESETS)")
+add_executable(chip_bench chip/chip_bench.cpp)
+target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
+target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI11 nlohmann_json::nlohmann_json)

@@ -1,0 +1,80 @@
+// make bench: matmuls compiled for the chip and run on the Verilated chip, against the roofline
+// (build/reports/chip.json). For each preset and M = K = N in {4n, 8n}: cycles, MXU utilization,
+// flops per cycle against the peak, bytes moved, and the fraction of the roofline reached. Every
+// result is checked bit-exact against the host reference; a mismatch fails the benchmark.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "compiler.h"
+#include "driver.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tensorpod chip benchmark: compiled matmuls on the Verilated chip against the roofline"};
+  std::vector<std::string> presets;
+  std::vector<unsigned> multiples = {4, 8};
+  std::string out = "build/reports/chip.json";
+  app.add_option("--presets", presets, "presets (default: every one with an RTL backend in this binary)");
+  app.add_option("--sizes", multiples, "M = K = N as multiples of the array size n")->capture_default_str();
+  app.add_option("--out", out, "JSON report")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (presets.empty()) presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
+
+  try {
+    nlohmann::json report = {{"benchmark", "chip"}, {"results", nlohmann::json::array()}};
+    bool all_pass = true;
+    for (const auto& name : presets) {
+      auto chip = tp::driver::Chip::open(name, tp::driver::Backend::rtl);
+      const tp::Preset& p = chip->preset();
+      const uint64_t n = p.mxu.n;
+      for (const unsigned mult : multiples) {
+        const uint64_t s = mult * n;
+        const auto run = tp::driver::run_matmul(*chip, {uint32_t(s), uint32_t(s), uint32_t(s), false, false}, 1);
+        const double secs = std::max(run.run_seconds, 1e-9);
+        // The roofline: peak compute (one n x n MAC step per cycle) and the memory port (one
+        // beat of 4n bytes per cycle) over the compulsory traffic: A and W read once, C written
+        // once, each element a 32-bit word in HBM (docs/chip.md).
+        const double flops = 2.0 * double(s) * double(s) * double(s);
+        const double peak = 2.0 * double(n * n);
+        const double bytes_per_cycle = 4.0 * double(n);
+        const double compulsory = 4.0 * 3.0 * double(s) * double(s);
+        const double roofline = std::max(flops / peak, compulsory / bytes_per_cycle);
+        const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
+        nlohmann::json e = {{"preset", name},
+                            {"m", s},
+                            {"k", s},
+                            {"n", s},
+                            {"pass", run.pass},
+                            {"cycles", run.cycles},
+                            {"mxu_utilization", run.mxu_utilization},
+                            {"flops_per_cycle", flops / double(run.cycles)},
+                            {"peak_flops_per_cycle", peak},
+                            {"hbm_bytes", hbm_bytes},
+                            {"compulsory_bytes", compulsory},
+                            {"memory_bytes_per_cycle", bytes_per_cycle},
+                            {"roofline_cycles", roofline},
+                            {"fraction_of_roofline", roofline / double(run.cycles)},
+                            {"instructions", run.instructions},
+                            {"sim_cycles_per_s", double(run.cycles) / secs},
+                            {"counters", run.counters}};
+        report["results"].push_back(e);
+        all_pass = all_pass && run.pass;
+        fmt::print("chip {:<6} {:>5}^3: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of roofline, "
+                   "{:.2f} M cycles/s{}\n",
+                   name, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
+                   roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
+      }
+    }
+    std::filesystem::create_directories(std::filesystem::path(out).parent_path());
+    std::ofstream(out) << report.dump(2) << "\n";
+    fmt::print("wrote {}\n", out);
+    return all_pass ? 0 : 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "chip_bench: {}\n", e.what());
+    return 2;
+  }
+}
