@@ -7,6 +7,7 @@ module tp_chip
   parameter int unsigned AccRows   = 64,
   parameter int unsigned VmemRows  = 1024,
   parameter int unsigned VmemBanks = 4,
+  parameter int unsigned Sublanes  = 1,
   parameter int unsigned ImemWords = 1024,
   parameter int unsigned Queue     = 4,
   parameter int unsigned HbmBeats  = 65536,
@@ -128,15 +129,17 @@ module tp_chip
     .cnt_instrs_o (cnt_instrs)
   );
 
-  // ---- VMEM: reads 0 MXU rows, 1 MXU weights, 2..4 vector a/b/mask, 5 store; writes 0 load, 1 vector
-  logic [5:0]   v_rd_req, v_rd_gnt, v_rd_rvalid;
-  logic [19:0]  v_rd_addr [6];
-  logic [W-1:0] v_rd_rdata [6];
-  logic [1:0]   v_wr_req, v_wr_gnt;
-  logic [19:0]  v_wr_addr [2];
-  logic [W-1:0] v_wr_data [2];
-  logic [63:0]  cnt_conflicts;
-  tp_vmem #(.W(W), .Rows(VmemRows), .Banks(VmemBanks), .NR(6), .NW(2)) u_vmem (
+  // ---- VMEM: reads 0 MXU rows, 1 MXU weights, 2 store, 3.. vector (a, b, mask per sublane);
+  //      writes 0 load, 1.. vector (one per sublane)
+  localparam int unsigned NR = 3 + 3 * Sublanes, NW = 1 + Sublanes;
+  logic [NR-1:0] v_rd_req, v_rd_gnt, v_rd_rvalid;
+  logic [19:0]   v_rd_addr [NR];
+  logic [W-1:0]  v_rd_rdata [NR];
+  logic [NW-1:0] v_wr_req, v_wr_gnt;
+  logic [19:0]   v_wr_addr [NW];
+  logic [W-1:0]  v_wr_data [NW];
+  logic [63:0]   cnt_conflicts;
+  tp_vmem #(.W(W), .Rows(VmemRows), .Banks(VmemBanks), .NR(NR), .NW(NW)) u_vmem (
     .clk_i,
     .rst_ni,
     .rd_req_i        (v_rd_req),
@@ -219,11 +222,11 @@ module tp_chip
     .req_data_o  (st_req_data),
     .rsp_valid_i (st_rsp_valid),
     .rsp_err_i   (mem_rsp_err_i),
-    .rd_req_o    (v_rd_req[5]),
-    .rd_addr_o   (v_rd_addr[5]),
-    .rd_gnt_i    (v_rd_gnt[5]),
-    .rd_rvalid_i (v_rd_rvalid[5]),
-    .rd_rdata_i  (v_rd_rdata[5]),
+    .rd_req_o    (v_rd_req[2]),
+    .rd_addr_o   (v_rd_addr[2]),
+    .rd_gnt_i    (v_rd_gnt[2]),
+    .rd_rvalid_i (v_rd_rvalid[2]),
+    .rd_rdata_i  (v_rd_rdata[2]),
     .cnt_bytes_o (bytes_st)
   );
   assign u_ready[3] = u_idle[3];
@@ -303,7 +306,7 @@ module tp_chip
   /* verilator lint_on PINCONNECTEMPTY */
 
   logic [63:0] vpu_rows;
-  tp_vpu #(.N(N)) u_vpu (
+  tp_vpu #(.N(N), .S(Sublanes)) u_vpu (
     .clk_i,
     .rst_ni,
     .start_i         (u_start[2]),
@@ -312,20 +315,20 @@ module tp_chip
     .cmpl_o          (u_cmpl[2]),
     .cmpl_sig_o      (u_sig[2]),
     .moving_o        (u_moving[2]),
-    .rd_req_o        (v_rd_req[4:2]),
-    .rd_addr_o       (v_rd_addr[2:4]),
-    .rd_gnt_i        (v_rd_gnt[4:2]),
-    .rd_rvalid_i     (v_rd_rvalid[4:2]),
-    .rd_rdata_i      (v_rd_rdata[2:4]),
+    .rd_req_o        (v_rd_req[NR-1:3]),
+    .rd_addr_o       (v_rd_addr[3:NR-1]),
+    .rd_gnt_i        (v_rd_gnt[NR-1:3]),
+    .rd_rvalid_i     (v_rd_rvalid[NR-1:3]),
+    .rd_rdata_i      (v_rd_rdata[3:NR-1]),
     .acc_rd_valid_o  (acc_rd_valid),
     .acc_rd_ready_i  (acc_rd_ready),
     .acc_rd_addr_o   (acc_rd_addr),
     .acc_rsp_valid_i (acc_rsp_valid),
     .acc_rsp_data_i  (acc_rsp_data),
-    .wr_req_o        (v_wr_req[1]),
-    .wr_addr_o       (v_wr_addr[1]),
-    .wr_data_o       (v_wr_data[1]),
-    .wr_gnt_i        (v_wr_gnt[1]),
+    .wr_req_o        (v_wr_req[NW-1:1]),
+    .wr_addr_o       (v_wr_addr[1:NW-1]),
+    .wr_data_o       (v_wr_data[1:NW-1]),
+    .wr_gnt_i        (v_wr_gnt[NW-1:1]),
     .cnt_rows_o      (vpu_rows)
   );
   assign u_ready[2] = u_idle[2];

@@ -47,7 +47,7 @@ module tp_dma_st
     .start_i  (start_i),
     .addr_i   (dma_vaddr(instr_i)),
     .count_i  (32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i))),
-    .step_i   (1'b1),
+    .step_i   (20'd1),
     .idle_o   (s_idle),
     .req_done_o (s_req_done),
     .req_o    (rd_req_o),

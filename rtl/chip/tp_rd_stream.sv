@@ -1,5 +1,5 @@
 // Streams rows out of a memory with request/grant and a fixed one-cycle read latency (VMEM, or
-// the MXU accumulators): a job is (first address, count, step 0 or 1); rows come out in order
+// the MXU accumulators): a job is (first address, count, address step); rows come out in order
 // on valid/ready. Requests are issued only while the output FIFO has room for every row in
 // flight, so the read data never has to wait. A new job may start as soon as the previous one
 // has requested its last row; its rows follow the previous job's in the output.
@@ -13,7 +13,7 @@ module tp_rd_stream #(
   input  logic          start_i,  // load a job (only while req_done_o)
   input  logic [AW-1:0] addr_i,
   input  logic [31:0]   count_i,
-  input  logic          step_i,   // 1: consecutive rows, 0: the same row count_i times
+  input  logic [AW-1:0] step_i,   // address step: 1 consecutive rows, 0 the same row count_i times
   output logic          idle_o,   // no row left to request or deliver
   output logic          req_done_o,  // every row of the job is requested: the next job may start
   output logic          req_o,
@@ -28,7 +28,7 @@ module tp_rd_stream #(
   localparam int unsigned CW = $clog2(Depth + 1);
   logic [AW-1:0] addr_q;
   logic [31:0]   left_q;
-  logic          step_q;
+  logic [AW-1:0] step_q;
   logic [CW-1:0] held_q;  // rows requested and not yet taken from the FIFO
   logic          fifo_ready;
   logic          pop;
@@ -43,7 +43,7 @@ module tp_rd_stream #(
     if (!rst_ni) begin
       addr_q <= '0;
       left_q <= '0;
-      step_q <= 1'b0;
+      step_q <= '0;
       held_q <= '0;
     end else begin
       if (start_i) begin
@@ -51,7 +51,7 @@ module tp_rd_stream #(
         left_q <= count_i;
         step_q <= step_i;
       end else if (req_o && gnt_i) begin
-        addr_q <= addr_q + AW'(step_q);
+        addr_q <= addr_q + step_q;
         left_q <= left_q - 1;
       end
       held_q <= held_q + CW'(req_o && gnt_i) - CW'(pop);

@@ -145,9 +145,15 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   if (!j.contains("chip")) fail(origin, where + ".chip", "missing");
   const json& c = j["chip"];
   const std::string cw = where + ".chip";
-  check_keys(c, {"vmem_rows", "vmem_banks", "imem_words", "queue", "mem_latency", "hbm_beats"}, origin, cw);
+  check_keys(c, {"vmem_rows", "sublanes", "vmem_banks", "imem_words", "queue", "mem_latency", "hbm_beats"}, origin,
+             cw);
   p.chip.vmem_rows = get_uint(c, "vmem_rows", 16, 1u << 20, origin, cw);
   p.chip.vmem_banks = get_uint(c, "vmem_banks", 1, 64, origin, cw);
+  p.chip.sublanes = get_uint(c, "sublanes", 1, 16, origin, cw);
+  if (p.chip.sublanes > p.chip.vmem_banks)
+    fail(origin, cw + ".sublanes",
+         fmt::format("{} exceeds vmem_banks ({}): each sublane needs its own bank", p.chip.sublanes,
+                     p.chip.vmem_banks));
   p.chip.imem_words = get_uint(c, "imem_words", 16, 1u << 20, origin, cw);
   p.chip.queue = get_uint(c, "queue", 2, 64, origin, cw);
   p.chip.mem_latency = get_uint(c, "mem_latency", 1, 1000, origin, cw);
@@ -229,6 +235,7 @@ std::string preset_json(const Preset& p) {
             {"mxu", {{"n", p.mxu.n}, {"acc_rows", p.mxu.acc_rows}}},
             {"chip",
              {{"vmem_rows", p.chip.vmem_rows},
+              {"sublanes", p.chip.sublanes},
               {"vmem_banks", p.chip.vmem_banks},
               {"imem_words", p.chip.imem_words},
               {"queue", p.chip.queue},

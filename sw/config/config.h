@@ -49,6 +49,7 @@ struct HbmConfig {
 struct ChipConfig {
   unsigned vmem_rows = 4096;     // vector memory rows
   unsigned vmem_banks = 4;       // row r lives in bank r % vmem_banks
+  unsigned sublanes = 1;         // vector rows per cycle (the vector unit is sublanes x mxu.n lanes)
   unsigned imem_words = 8192;    // instruction memory (128-bit instructions)
   unsigned queue = 8;            // entries per unit queue
   unsigned mem_latency = 20;     // the simple memory model's read latency (cycles)

@@ -15,7 +15,7 @@
 //    count it takes); durations: dma.ld / dma.st rows*cols + chip.mem_latency; mxu.lw n (on the
 //    weight loader, after the previous mxu.mm started: that frees the shadow buffer); mxu.mm
 //    rows on the row streamer (after its mxu.lw completed when it switches tiles), complete 2n
-//    later (the array's drain); vector rows + 4; fence waits for its queue, takes no time;
+//    later (the array's drain); vector ceil(rows / sublanes) + 4; fence waits for its queue, takes no time;
 //  - completions (signals) of a queue are in order; est_cycles is the last completion.
 // Ignored: the load and store DMA sharing the memory port, VMEM bank conflicts, memory
 // back-pressure, the front end's fetch pipeline.
@@ -340,7 +340,7 @@ void ChipModel::execute(unsigned q) {
       exec_vector(in);
       stats_.vec_rows += f.rows;
       start = std::max(ready, unit_free_[q]);
-      complete = start + f.rows + 4;
+      complete = start + (f.rows + preset_.chip.sublanes - 1) / preset_.chip.sublanes + 4;  // sublanes rows a cycle
       unit_free_[q] = complete;
       break;
   }
