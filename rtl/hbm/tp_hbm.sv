@@ -2,12 +2,18 @@
 // one request port (docs/hbm.md). Consecutive blocks of 2^IlvW bursts go to consecutive
 // pseudo-channels. Responses keep the per-ID order across pseudo-channels: a request waits while
 // its ID has requests outstanding in another pseudo-channel.
+//
+// A request covers req_len_i + 1 consecutive bursts from req_addr_i. A read is one handshake and
+// gets one response per burst; a write is one handshake per burst (the requester holds address,
+// length and ID and gives each burst's data and mask in turn) and gets one acknowledgement per
+// burst. The bursts are split here into single-burst requests to the pseudo-channels.
 module tp_hbm
   import tp_secded_pkg::*;
 #(
   parameter int unsigned NC = 2,      // pseudo-channels in all (channels x pseudo-channels)
   parameter int unsigned IlvW = 3,    // interleave: 2^IlvW bursts per block
   parameter int unsigned IdW = 4,
+  parameter int unsigned LenW = 4,    // request length field: up to 2^LenW bursts
   parameter int unsigned QD = 8,
   parameter int unsigned BankGroups = 4,
   parameter int unsigned BanksPerGroup = 4,
@@ -31,6 +37,7 @@ module tp_hbm
   output logic            req_ready_o,
   input  logic            req_write_i,
   input  logic [AW-1:0]   req_addr_i,
+  input  logic [LenW-1:0] req_len_i,   // bursts - 1
   input  logic [IdW-1:0]  req_id_i,
   input  logic [255:0]    req_wdata_i,
   input  logic [31:0]     req_wmask_i,
@@ -71,22 +78,58 @@ module tp_hbm
   logic [CB-1:0]   req_ch;
   logic [LAW-1:0]  req_laddr;
 
-  always_comb begin
-    if (NC > 1) begin
-      req_ch    = CB'(req_addr_i >> IlvW);
-      req_laddr = LAW'({req_addr_i >> (IlvW + CB), req_addr_i[IlvW-1:0]});
-    end else begin
-      req_ch    = '0;
-      req_laddr = LAW'(req_addr_i);
+  // Bursts of a request: a read's later bursts come from here (req_ready_o low meanwhile); a
+  // write's bursts arrive one per handshake, counted in wbeat_q.
+  logic            x_active_q, x_write, x_valid, x_ready;
+  logic [AW-1:0]   x_addr_q, x_addr;
+  logic [LenW-1:0] x_left_q, wbeat_q;
+  logic [IdW-1:0]  x_id_q, x_id;
+  assign x_valid     = x_active_q || req_valid_i;
+  assign x_write     = !x_active_q && req_write_i;
+  assign x_addr      = x_active_q ? x_addr_q : req_addr_i + (req_write_i ? AW'(wbeat_q) : '0);
+  assign x_id        = x_active_q ? x_id_q : req_id_i;
+  assign req_ready_o = !x_active_q && x_ready;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      x_active_q <= 1'b0;
+      x_addr_q   <= '0;
+      x_left_q   <= '0;
+      x_id_q     <= '0;
+      wbeat_q    <= '0;
+    end else if (x_active_q) begin
+      if (x_ready) begin
+        x_addr_q <= x_addr_q + 1;
+        x_left_q <= x_left_q - 1;
+        if (x_left_q == LenW'(1)) x_active_q <= 1'b0;
+      end
+    end else if (req_valid_i && req_ready_o) begin
+      if (req_write_i) begin
+        wbeat_q <= (wbeat_q == req_len_i) ? '0 : wbeat_q + 1;
+      end else if (req_len_i != '0) begin
+        x_active_q <= 1'b1;
+        x_addr_q   <= req_addr_i + 1;
+        x_left_q   <= req_len_i;
+        x_id_q     <= req_id_i;
+      end
     end
   end
 
-  tp_fifo #(.Width(PW + CB), .Depth(2)) u_in (
+  always_comb begin
+    if (NC > 1) begin
+      req_ch    = CB'(x_addr >> IlvW);
+      req_laddr = LAW'({x_addr >> (IlvW + CB), x_addr[IlvW-1:0]});
+    end else begin
+      req_ch    = '0;
+      req_laddr = LAW'(x_addr);
+    end
+  end
+
+  tp_fifo #(.Width(PW + CB), .Depth(2), .CheckInput(1'b0)) u_in (
     .clk_i,
     .rst_ni,
-    .valid_i (req_valid_i),
-    .ready_o (req_ready_o),
-    .data_i  ({req_ch, req_write_i, req_laddr, req_id_i, req_wdata_i, req_wmask_i}),
+    .valid_i (x_valid),
+    .ready_o (x_ready),
+    .data_i  ({req_ch, x_write, req_laddr, x_id, req_wdata_i, req_wmask_i}),
     .valid_o (in_valid),
     .ready_i (in_pop),
     .data_o  ({ch, in_payload})

@@ -38,6 +38,8 @@ struct HbmRequest {
   HbmBurst data;
   uint32_t mask = ~0u;
   uint64_t not_before = 0;  // earliest cycle to present it (trace replay)
+  unsigned len = 0;         // tp_hbm: bursts - 1 (a read's one handshake covers them all)
+  unsigned beat = 0;        // tp_hbm writes: which burst of the request this handshake carries
 };
 
 inline golden::HbmTiming hbm_timing(const HbmConfig& c) {
@@ -99,9 +101,20 @@ class HbmHarness {
   uint32_t bursts() const { return nc_ * cfg_.rows * cfg_.columns * cfg_.bank_groups * cfg_.banks_per_group; }
 
   void queue(const HbmRequest& r) {
-    if (r.addr >= bursts())
-      throw std::out_of_range(fmt::format("HBM request address {} >= {} bursts", r.addr, bursts()));
+    if (uint64_t{r.addr} + r.len >= bursts())
+      throw std::out_of_range(fmt::format("HBM request address {} + {} >= {} bursts", r.addr, r.len, bursts()));
+    if (r.len > 0 && !kMulti) throw std::invalid_argument("HBM request length: only tp_hbm takes multi-burst requests");
     reqs_.push_back(r);
+  }
+  // A multi-burst request (tp_hbm): a read of len + 1 bursts is one handshake; a write is one
+  // handshake per burst of `data` (address, length and ID held).
+  void queue_bursts(bool write, uint32_t addr, unsigned id, unsigned len, const std::vector<HbmBurst>& data = {}) {
+    if (!write) {
+      queue({false, addr, id, {}, 0, 0, len, 0});
+      return;
+    }
+    if (data.size() != len + 1) throw std::invalid_argument("queue_bursts: a write needs len + 1 bursts of data");
+    for (unsigned k = 0; k <= len; ++k) queue({true, addr, id, data[k], ~0u, 0, len, k});
   }
 
   // Run until every queued request has its response. Throws HbmViolation on a timing violation
@@ -184,6 +197,7 @@ class HbmHarness {
   void present(const HbmRequest& r) {
     dut_->req_write_i = r.write;
     dut_->req_addr_i = r.addr;
+    if constexpr (kMulti) dut_->req_len_i = static_cast<uint8_t>(r.len);
     dut_->req_id_i = static_cast<uint8_t>(r.id);
     for (unsigned w = 0; w < 8; ++w) {
       uint32_t v = 0;
@@ -240,17 +254,21 @@ class HbmHarness {
   }
 
   void accept(const HbmRequest& r) {
-    Expect e{r.write, {}, cycle_};
-    if (r.write) {
-      auto& m = shadow_[r.addr];
+    if (r.write) {  // one burst: r.addr + r.beat
+      auto& m = shadow_[r.addr + r.beat];
       for (unsigned w = 0; w < 4; ++w)
         if ((r.mask >> (w * 8)) & 0xffu)
           for (unsigned k = 0; k < 8; ++k) m.b[w * 8 + k] = r.data.b[w * 8 + k];
-    } else if (auto it = shadow_.find(r.addr); it != shadow_.end()) {
-      e.data = it->second;
+      per_id_[r.id].push_back({true, {}, cycle_});
+      ++outstanding_;
+      return;
     }
-    per_id_[r.id].push_back(e);
-    ++outstanding_;
+    for (unsigned k = 0; k <= r.len; ++k) {  // every burst of the read, in order
+      Expect e{false, {}, cycle_};
+      if (auto it = shadow_.find(r.addr + k); it != shadow_.end()) e.data = it->second;
+      per_id_[r.id].push_back(e);
+      ++outstanding_;
+    }
   }
 
   void error(std::string msg) {

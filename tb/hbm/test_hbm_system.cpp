@@ -40,6 +40,30 @@ TEST_F(HbmSystem, TrafficOverEveryPseudoChannelInOrderPerId) {
   EXPECT_EQ(total, 4000u);
 }
 
+// Requests of 1 to 16 bursts (crossing pseudo-channel blocks), reads and writes, random IDs and
+// stalls: every burst of a read returns the last data written, in order per ID.
+TEST_F(HbmSystem, MultiBurstRequestsReturnEveryBurstInOrder) {
+  const uint32_t window = 64 * 8 * h_->channels();
+  unsigned bursts = 0;
+  for (unsigned i = 0; i < 800; ++i) {
+    const bool write = std::bernoulli_distribution(0.4)(rng_);
+    const unsigned len = static_cast<unsigned>(rng_() % 16);
+    const uint32_t addr = static_cast<uint32_t>(rng_() % (window - 16));
+    std::vector<tp::tb::HbmBurst> data(write ? len + 1 : 0);
+    for (auto& d : data)
+      for (auto& x : d.b) x = static_cast<uint8_t>(rng_());
+    h_->queue_bursts(write, addr, static_cast<unsigned>(rng_() % 16), len, data);
+    bursts += len + 1;
+  }
+  ASSERT_NO_THROW(h_->run(0.2, 0.3));
+  for (const auto& e : h_->errors()) ADD_FAILURE() << e;
+  EXPECT_EQ(h_->mismatches(), 0u);
+  EXPECT_GT(h_->reads_checked(), 2000u);
+  uint64_t total = 0;
+  for (unsigned c = 0; c < h_->channels(); ++c) total += h_->top().cnt_reads_o[c] + h_->top().cnt_writes_o[c];
+  EXPECT_EQ(total, bursts) << "one controller request per burst";
+}
+
 TEST_F(HbmSystem, SequentialBlocksInterleaveOverPseudoChannels) {
   // 8-burst blocks go to consecutive pseudo-channels: a sequential stream uses all of them.
   for (uint32_t a = 0; a < 64u * h_->channels(); ++a) h_->queue({false, a, a % 8, {}, 0, 0});
