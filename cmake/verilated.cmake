@@ -155,6 +155,13 @@ endfunction()
 set(TP_RTL_HBM ${TP_RTL_COMMON} ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
     ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm_ctrl.sv)
 
+# The chip on the HBM subsystem.
+set(TP_RTL_CHIP_HBM ${TP_RTL_CHIP}
+    ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
+    ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm_ctrl.sv
+    ${PROJECT_SOURCE_DIR}/rtl/chip/tp_mem_hbm.sv
+    ${PROJECT_SOURCE_DIR}/rtl/chip/tp_chip_hbm.sv)
+
 # The whole subsystem (channels x pseudo-channels controllers): rtl_hbmsys_<preset>.
 function(tp_hbm_system_model preset)
   if(TARGET rtl_hbmsys_${preset})
@@ -195,13 +202,27 @@ function(tp_chip_params preset out)
   set(${out} ${p} PARENT_SCOPE)
 endfunction()
 
-# The single chip at a preset: rtl_chip_<preset> (class Vchip_<preset>).
+# The single chip at a preset: rtl_chip_<preset> (class Vchip_<preset>). With chip.memory "hbm"
+# the top is tp_chip_hbm (the chip on the HBM subsystem, DRAM ports out), else tp_chip (the
+# memory port out, for the testbench's memory model).
 function(tp_chip_model preset)
   if(TARGET rtl_chip_${preset})
     return()
   endif()
   tp_chip_params(${preset} params)
-  tp_verilate(rtl_chip_${preset} TOP tp_chip PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP} PARAMS ${params})
+  tp_preset_get(memory ${preset} chip memory)
+  if(memory STREQUAL "hbm")
+    tp_hbm_params(${preset} hbm_params)
+    tp_preset_get(ch ${preset} hbm channels)
+    tp_preset_get(pc ${preset} hbm pseudo_channels)
+    math(EXPR nc "${ch} * ${pc}")
+    # The HBM controller's loops over banks and queue entries must be unrolled (they assign
+    # array elements with <=), so this model gets Verilator's default unrolling, like tp_hbm.
+    tp_verilate(rtl_chip_${preset} TOP tp_chip_hbm PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP_HBM}
+                PARAMS ${params} ${hbm_params} -GNC=${nc} ARGS ${TP_VERILATOR_ARGS_ICI})
+  else()
+    tp_verilate(rtl_chip_${preset} TOP tp_chip PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP} PARAMS ${params})
+  endif()
 endfunction()
 
 function(tp_lint_target)
@@ -233,9 +254,14 @@ function(tp_lint_target)
          ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm.sv --top-module tp_hbm ${hbm_params} -GNC=${nc})
     tp_chip_params(${preset} chip_params)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_CHIP} --top-module tp_chip ${chip_params})
+    tp_preset_get(memory ${preset} chip memory)
+    if(memory STREQUAL "hbm")
+      list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_CHIP_HBM} --top-module tp_chip_hbm
+           ${chip_params} ${hbm_params} -GNC=${nc})
+    endif()
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm, tp_chip at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm, tp_chip, tp_chip_hbm at ${TP_ALL_PRESETS})"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

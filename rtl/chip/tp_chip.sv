@@ -159,7 +159,9 @@ module tp_chip
   logic [31:0]  ld_req_addr, st_req_addr;
   logic [W-1:0] st_req_data;
   logic         ld_rsp_valid, ld_rsp_ready, st_rsp_valid;
-  assign pick_st         = st_req_valid && (!ld_req_valid || !last_st_q);
+  // A request waiting for ready keeps its place: valid/ready payloads hold until taken.
+  logic hold_q, hold_st_q;
+  assign pick_st         = hold_q ? hold_st_q : st_req_valid && (!ld_req_valid || !last_st_q);
   assign mem_req_valid_o = ld_req_valid || st_req_valid;
   assign mem_req_write_o = pick_st;
   assign mem_req_addr_o  = pick_st ? st_req_addr : ld_req_addr;
@@ -168,9 +170,23 @@ module tp_chip
   assign ld_req_ready    = mem_req_ready_i && !pick_st;
   assign st_req_ready    = mem_req_ready_i && pick_st;
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) last_st_q <= 1'b0;
-    else if (mem_req_valid_o && mem_req_ready_i) last_st_q <= pick_st;
+    if (!rst_ni) begin
+      last_st_q <= 1'b0;
+      hold_q    <= 1'b0;
+      hold_st_q <= 1'b0;
+    end else begin
+      if (mem_req_valid_o && mem_req_ready_i) last_st_q <= pick_st;
+      hold_q    <= mem_req_valid_o && !mem_req_ready_i;
+      hold_st_q <= pick_st;
+    end
   end
+  tp_assert_stable #(.Width(1 + 32 + 4 + W), .Name("tp_chip memory requests")) u_check_mem (
+    .clk_i,
+    .rst_ni,
+    .valid_i (mem_req_valid_o),
+    .ready_i (mem_req_ready_i),
+    .data_i  ({mem_req_write_o, mem_req_addr_o, mem_req_id_o, mem_req_write_o ? mem_req_wdata_o : '0})
+  );
   assign ld_rsp_valid    = mem_rsp_valid_i && mem_rsp_id_i == 4'd0;
   assign st_rsp_valid    = mem_rsp_valid_i && mem_rsp_id_i == 4'd1;
   assign mem_rsp_ready_o = (mem_rsp_id_i == 4'd0) ? ld_rsp_ready : 1'b1;

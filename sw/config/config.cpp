@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <bit>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -145,8 +147,8 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   if (!j.contains("chip")) fail(origin, where + ".chip", "missing");
   const json& c = j["chip"];
   const std::string cw = where + ".chip";
-  check_keys(c, {"vmem_rows", "sublanes", "vmem_banks", "imem_words", "queue", "mem_latency", "hbm_beats"}, origin,
-             cw);
+  check_keys(c, {"vmem_rows", "sublanes", "vmem_banks", "imem_words", "queue", "memory", "mem_latency", "hbm_beats"},
+             origin, cw);
   p.chip.vmem_rows = get_uint(c, "vmem_rows", 16, 1u << 20, origin, cw);
   p.chip.vmem_banks = get_uint(c, "vmem_banks", 1, 64, origin, cw);
   p.chip.sublanes = get_uint(c, "sublanes", 1, 16, origin, cw);
@@ -157,6 +159,10 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   p.chip.imem_words = get_uint(c, "imem_words", 16, 1u << 20, origin, cw);
   p.chip.queue = get_uint(c, "queue", 2, 64, origin, cw);
   p.chip.mem_latency = get_uint(c, "mem_latency", 1, 1000, origin, cw);
+  if (!c.contains("memory") || !c["memory"].is_string()) fail(origin, cw + ".memory", "missing or not a string");
+  p.chip.memory = c["memory"].get<std::string>();
+  if (p.chip.memory != "hbm" && p.chip.memory != "model")
+    fail(origin, cw + ".memory", fmt::format("\"{}\" is neither \"hbm\" nor \"model\"", p.chip.memory));
   p.chip.hbm_beats = get_uint(c, "hbm_beats", 16, 0xffffffffu, origin, cw);
   if (p.chip.vmem_rows % p.chip.vmem_banks != 0)
     fail(origin, cw + ".vmem_rows",
@@ -168,6 +174,18 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   p.ici = parse_ici(j["ici"], origin, where + ".ici");
   if (!j.contains("hbm")) fail(origin, where + ".hbm", "missing");
   p.hbm = parse_hbm(j["hbm"], origin, where + ".hbm");
+  if (p.chip.memory == "hbm") {
+    // A beat is mxu.n / 8 whole 32-byte bursts, 1, 2, 4 or 8 of them (inside one 8-burst block of
+    // a pseudo-channel), and every beat must exist in the HBM.
+    if (p.mxu.n % 8 != 0 || !std::has_single_bit(p.mxu.n / 8) || p.mxu.n / 8 > 8)
+      fail(origin, where + ".chip.memory",
+           fmt::format("\"hbm\" needs mxu.n = 8, 16, 32 or 64 (a beat of 1, 2, 4 or 8 bursts), not {}", p.mxu.n));
+    const uint64_t bursts = uint64_t{p.hbm.channels} * p.hbm.pseudo_channels * p.hbm.bank_groups *
+                            p.hbm.banks_per_group * p.hbm.rows * p.hbm.columns;
+    if (p.chip.hbm_beats * (p.mxu.n / 8) > bursts)
+      fail(origin, where + ".chip.hbm_beats",
+           fmt::format("{} beats of {} bursts exceed the HBM's {} bursts", p.chip.hbm_beats, p.mxu.n / 8, bursts));
+  }
   return p;
 }
 
@@ -239,6 +257,7 @@ std::string preset_json(const Preset& p) {
               {"vmem_banks", p.chip.vmem_banks},
               {"imem_words", p.chip.imem_words},
               {"queue", p.chip.queue},
+              {"memory", p.chip.memory},
               {"mem_latency", p.chip.mem_latency},
               {"hbm_beats", p.chip.hbm_beats}}},
             {"hbm",

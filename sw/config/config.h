@@ -52,6 +52,7 @@ struct ChipConfig {
   unsigned sublanes = 1;         // vector rows per cycle (the vector unit is sublanes x mxu.n lanes)
   unsigned imem_words = 8192;    // instruction memory (128-bit instructions)
   unsigned queue = 8;            // entries per unit queue
+  std::string memory = "model";  // behind the memory port: "hbm" (the HBM subsystem) or "model"
   unsigned mem_latency = 20;     // the simple memory model's read latency (cycles)
   uint64_t hbm_beats = 262144;   // memory size in beats (one beat = one VMEM row of bytes)
 };

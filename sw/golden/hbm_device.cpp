@@ -165,6 +165,21 @@ void HbmDevice::flip_stored_bit(unsigned bank, unsigned row, unsigned column, un
   row_data(bank, row)[std::size_t{column} * g_.burst_bytes + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
 }
 
+std::vector<uint8_t> HbmDevice::peek(unsigned bank, unsigned row, unsigned column) const {
+  if (bank >= banks_.size() || row >= g_.rows || column >= g_.columns)
+    throw std::out_of_range("HbmDevice::peek: position out of range");
+  const auto it = store_.find(key(bank, row));
+  if (it == store_.end()) return std::vector<uint8_t>(g_.burst_bytes, 0);
+  const auto first = it->second.begin() + std::ptrdiff_t{column} * g_.burst_bytes;
+  return {first, first + g_.burst_bytes};
+}
+
+void HbmDevice::poke(unsigned bank, unsigned row, unsigned column, const std::vector<uint8_t>& data) {
+  if (bank >= banks_.size() || row >= g_.rows || column >= g_.columns || data.size() != g_.burst_bytes)
+    throw std::out_of_range("HbmDevice::poke: position out of range or wrong burst size");
+  std::copy(data.begin(), data.end(), row_data(bank, row).begin() + std::ptrdiff_t{column} * g_.burst_bytes);
+}
+
 std::vector<uint8_t>& HbmDevice::row_data(unsigned bank, unsigned row) {
   auto& r = store_[key(bank, row)];
   if (r.empty()) r.assign(std::size_t{g_.columns} * g_.burst_bytes, 0);

@@ -75,6 +75,11 @@ class HbmDevice {
   // Fault injection for ECC tests: flip bit `bit` of the stored burst (data as written).
   void flip_stored_bit(unsigned bank, unsigned row, unsigned column, unsigned bit);
 
+  // The host's backdoor (no command, no timing): the stored burst, as written (with its check
+  // bits). Unwritten memory reads as zeros.
+  std::vector<uint8_t> peek(unsigned bank, unsigned row, unsigned column) const;
+  void poke(unsigned bank, unsigned row, unsigned column, const std::vector<uint8_t>& data);
+
   bool row_open(unsigned bank) const { return banks_.at(bank).open; }
   unsigned open_row(unsigned bank) const { return banks_.at(bank).row; }
   std::size_t rows_allocated() const { return store_.size(); }

@@ -2,7 +2,7 @@
 // TP_CHIP_HEADER and TP_CHIP_CLASS): the Verilated chip behind tp::driver::Chip. It registers
 // itself from a static initializer; it is built as an object library so the linker keeps it.
 //
-// Every run starts from reset (the memory model keeps its contents), loads the program through
+// Every run starts from a chip reset (the memory keeps its contents), loads the program through
 // the host registers, starts the chip and clocks it until done, an error or the timeout. Waves:
 // set TP_WAVES=<dir> and each run writes <dir>/rtl_<preset>_run<k>.fst.
 #include <fmt/format.h>
@@ -41,6 +41,7 @@ class RtlChip final : public tp::driver::Chip {
     auto& h = harness();
     h.reset();
     h.load(code_);
+    const auto hbm_before = h.hbm_counters();  // the HBM is not reset between runs: report deltas
     const auto r = h.run(timeout_cycles);
     tp::driver::Status s;
     s.done = r.done;
@@ -50,6 +51,10 @@ class RtlChip final : public tp::driver::Chip {
     counters_.clear();
     const auto names = tp::driver::rtl_counter_names();
     for (unsigned k = 0; k < names.size(); ++k) counters_[std::string(names[k])] = h.counter(k);
+    for (const auto& [name, value] : h.hbm_counters()) {
+      const bool level = name == "hbm_read_latency_max" || name == "hbm_pseudo_channels";
+      counters_[name] = level ? value : value - hbm_before.at(name);
+    }
     s.cycles = counters_.at("cycles");
     return s;
   }
@@ -63,7 +68,7 @@ class RtlChip final : public tp::driver::Chip {
       stim.latency = preset().chip.mem_latency;
       if (const char* dir = std::getenv("TP_WAVES"); dir && *dir)
         stim.wave_file = fmt::format("{}/rtl_{}.fst", dir, preset().name);
-      harness_ = std::make_unique<tp::tb::ChipHarness<TP_CHIP_CLASS>>(lanes(), stim);
+      harness_ = std::make_unique<tp::tb::ChipHarness<TP_CHIP_CLASS>>(preset(), stim);
     }
     return *harness_;
   }

@@ -19,7 +19,8 @@ list(APPEND TP_TEST_TARGETS test_vpu_lane)
 set(TP_RTL_BACKENDS "")
 foreach(preset ${TP_TEST_PRESETS})
   add_library(tp_rtl_backend_${preset} OBJECT chip/rtl_backend.cpp)
-  target_include_directories(tp_rtl_backend_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)
+  target_include_directories(tp_rtl_backend_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip
+                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm)
   target_compile_definitions(tp_rtl_backend_${preset} PRIVATE TP_PRESET="${preset}"
                              TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
   target_compile_options(tp_rtl_backend_${preset} PRIVATE ${TP_WARNINGS})
@@ -30,7 +31,8 @@ target_link_libraries(tensorpod PRIVATE ${TP_RTL_BACKENDS})
 
 foreach(preset ${TP_TEST_PRESETS})
   add_executable(test_chip_${preset} chip/test_chip.cpp)
-  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip ${CMAKE_CURRENT_SOURCE_DIR}/sw)
+  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip ${CMAKE_CURRENT_SOURCE_DIR}/sw
+                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm)
   target_compile_definitions(test_chip_${preset} PRIVATE TP_PRESET="${preset}" TP_CHIP_HEADER="Vchip_${preset}.h"
                              TP_CHIP_CLASS=Vchip_${preset})
   target_compile_options(test_chip_${preset} PRIVATE ${TP_WARNINGS})

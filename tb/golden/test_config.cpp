@@ -114,6 +114,17 @@ TEST(Config, ChipSectionIsValidated) {
             std::string::npos);
   EXPECT_NE(error_of(with_chip("queue", "1")).find("presets.a.chip.queue: 1 is out of range"), std::string::npos);
   EXPECT_NE(error_of(with_chip("lanes", "4")).find("presets.a.chip.lanes: unknown key"), std::string::npos);
+  EXPECT_NE(error_of(with_chip("memory", "\"dram\"")).find("presets.a.chip.memory: \"dram\" is neither"),
+            std::string::npos);
+  auto on_hbm = nlohmann::json::parse(with_chip("memory", "\"hbm\""));
+  EXPECT_EQ(error_of(on_hbm.dump()), "");
+  on_hbm["presets"]["a"]["chip"]["hbm_beats"] = 1u << 30;
+  EXPECT_NE(error_of(on_hbm.dump()).find("presets.a.chip.hbm_beats: 1073741824 beats of 1 bursts exceed the HBM"),
+            std::string::npos);
+  on_hbm["presets"]["a"]["chip"]["hbm_beats"] = 1024;
+  on_hbm["presets"]["a"]["mxu"]["n"] = 12;
+  EXPECT_NE(error_of(on_hbm.dump()).find("presets.a.chip.memory: \"hbm\" needs mxu.n = 8, 16, 32 or 64"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "hbm_device.h"
+#include "hbm_dram.h"
 
 namespace tp::tb {
 
@@ -42,25 +43,6 @@ struct HbmRequest {
   unsigned beat = 0;        // tp_hbm writes: which burst of the request this handshake carries
 };
 
-inline golden::HbmTiming hbm_timing(const HbmConfig& c) {
-  golden::HbmTiming t;
-  const auto& x = c.timing;
-  t.cl = x.cl, t.cwl = x.cwl, t.trcd = x.trcd, t.trp = x.trp, t.tras = x.tras, t.trc = x.trc;
-  t.tccd_s = x.tccd_s, t.tccd_l = x.tccd_l, t.trrd_s = x.trrd_s, t.trrd_l = x.trrd_l, t.tfaw = x.tfaw;
-  t.twtr_s = x.twtr_s, t.twtr_l = x.twtr_l, t.trtp = x.trtp, t.twr = x.twr, t.trfc = x.trfc, t.trefi = x.trefi;
-  return t;
-}
-
-inline golden::HbmGeometry hbm_geometry(const HbmConfig& c) {
-  golden::HbmGeometry g;
-  g.bank_groups = c.bank_groups;
-  g.banks_per_group = c.banks_per_group;
-  g.rows = c.rows;
-  g.columns = c.columns;
-  g.burst_bytes = 36;  // 256 data bits as four 72-bit SECDED codewords
-  return g;
-}
-
 // Top is one controller (tp_hbm_ctrl, scalar DRAM ports, one device) or the subsystem (tp_hbm,
 // one DRAM interface and one device per pseudo-channel: channels x pseudo_channels).
 template <class Top>
@@ -73,19 +55,19 @@ class HbmHarness {
         seed_(seed),
         rng_(seed ^ 0x9e3779b97f4a7c15ull),
         nc_(kMulti ? cfg.channels * cfg.pseudo_channels : 1),
-        rd_pipe_(nc_) {
-    for (unsigned c = 0; c < nc_; ++c) devs_.emplace_back(hbm_geometry(cfg), hbm_timing(cfg));
+        dram_(cfg, nc_) {
     ctx_.randReset(2);
     ctx_.randSeed(static_cast<int>(seed % 0x7fffffff) + 1);
     dut_ = std::make_unique<Top>(&ctx_, "hbm");
     dut_->rst_ni = 0;
     dut_->req_valid_i = 0;
     dut_->rsp_ready_i = 0;
-    for (unsigned c = 0; c < nc_; ++c) port(dut_->rd_valid_i, c) = 0;
+    for (unsigned c = 0; c < nc_; ++c) HbmDram<Top>::port(dut_->rd_valid_i, c) = 0;
     for (int i = 0; i < 4; ++i) clock();
     dut_->rst_ni = 1;
     // TP_HBM_CMDLOG=<file>: write every DRAM command (cycle, command, bank, row, column).
     if (const char* log = std::getenv("TP_HBM_CMDLOG"); log && *log) cmdlog_ = std::fopen(log, "w");
+    dram_.log_to(cmdlog_);
   }
   ~HbmHarness() {
     if (cmdlog_) std::fclose(cmdlog_);
@@ -95,7 +77,7 @@ class HbmHarness {
   HbmHarness& operator=(const HbmHarness&) = delete;
 
   Top& top() { return *dut_; }
-  golden::HbmDevice& device(unsigned c = 0) { return devs_.at(c); }
+  golden::HbmDevice& device(unsigned c = 0) { return dram_.device(c); }
   unsigned channels() const { return nc_; }
   uint64_t cycle() const { return cycle_; }
   uint32_t bursts() const { return nc_ * cfg_.rows * cfg_.columns * cfg_.bank_groups * cfg_.banks_per_group; }
@@ -130,25 +112,10 @@ class HbmHarness {
         holding_ = true;
       }
       dut_->rsp_ready_i = !(rsp_stall > 0 && stall(rng_));
-      for (unsigned c = 0; c < nc_; ++c) {
-        port(dut_->rd_valid_i, c) = 0;
-        auto& pipe = rd_pipe_[c];
-        if (!pipe.empty() && pipe.front().first == cycle_) {
-          const auto& d = pipe.front().second;
-          auto& data = port(dut_->rd_data_i, c);
-          for (unsigned w = 0; w < 9; ++w) {
-            uint32_t v = 0;
-            for (unsigned k = 0; k < 4; ++k) v |= uint32_t{d[w * 4 + k]} << (8 * k);
-            data[w] = v;
-          }
-          port(dut_->rd_valid_i, c) = 1;
-          pipe.pop_front();
-        }
-      }
+      dram_.drive(*dut_, cycle_);
       dut_->clk_i = 0;
       dut_->eval();
-      for (unsigned c = 0; c < nc_; ++c)
-        if (port(dut_->cmd_valid_o, c)) command(c);
+      dram_.sample(*dut_, cycle_);
       // Progress is a request accepted or answered (DRAM commands alone, e.g. refreshes, are not).
       bool moved = false;
       if (holding_ && dut_->req_ready_o) {
@@ -206,51 +173,6 @@ class HbmHarness {
     }
     dut_->req_wmask_i = r.mask;
     dut_->req_valid_i = 1;
-  }
-
-  // Port p of pseudo-channel c: an element of an unpacked array on tp_hbm, the port itself on
-  // one controller.
-  template <class P>
-  static auto& port(P& p, unsigned c) {
-    if constexpr (kMulti)
-      return p[c];
-    else
-      return p;
-  }
-
-  void command(unsigned c) {
-    auto& dev = devs_[c];
-    const unsigned bank = port(dut_->cmd_bank_o, c), row = port(dut_->cmd_row_o, c), col = port(dut_->cmd_col_o, c);
-    const unsigned op = port(dut_->cmd_o, c);
-    if (cmdlog_)
-      fmt::print(cmdlog_, "{} pc {} {} bank {} row {} col {}\n", cycle_, c,
-                 std::string_view("ACT PRE RD  WR  REF ").substr(4 * std::min(op, 5u), 3), bank, row, col);
-    switch (op) {
-      case 0:
-        dev.activate(cycle_, bank, row);
-        break;
-      case 1:
-        dev.precharge(cycle_, bank);
-        break;
-      case 2:
-        rd_pipe_[c].push_back({cycle_ + dev.timing().cl, dev.read(cycle_, bank, col)});
-        break;
-      case 3: {
-        const auto& wd = port(dut_->cmd_wdata_o, c);
-        const uint64_t wm = port(dut_->cmd_wmask_o, c);
-        std::vector<uint8_t> d(36);
-        for (unsigned i = 0; i < 36; ++i) d[i] = static_cast<uint8_t>(wd[i / 4] >> (8 * (i % 4)));
-        uint64_t mask = 0;
-        for (unsigned i = 0; i < 36; ++i) mask |= ((wm >> i) & 1u) << i;
-        dev.write(cycle_, bank, col, d, mask);
-        break;
-      }
-      case 4:
-        dev.refresh(cycle_);
-        break;
-      default:
-        throw std::runtime_error(fmt::format("HBM controller {} issued unknown command {}", c, op));
-    }
   }
 
   void accept(const HbmRequest& r) {
@@ -314,13 +236,12 @@ class HbmHarness {
   uint64_t seed_;
   std::mt19937_64 rng_;
   unsigned nc_;
-  std::vector<golden::HbmDevice> devs_;
+  HbmDram<Top> dram_;
   VerilatedContext ctx_;
   std::unique_ptr<Top> dut_;
   uint64_t cycle_ = 0, outstanding_ = 0, reads_checked_ = 0, mismatches_ = 0, fatal_ = 0;
   bool holding_ = false;
   std::deque<HbmRequest> reqs_;
-  std::vector<std::deque<std::pair<uint64_t, std::vector<uint8_t>>>> rd_pipe_;
   std::map<uint32_t, HbmBurst> shadow_;
   std::map<unsigned, std::deque<Expect>> per_id_;
   std::vector<std::string> errors_;
