@@ -5,7 +5,7 @@
 #   make test                                           the regression (tiny, small, odd presets)
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>]   rerun one test with FST waves
 #   make lint                                           verilator --lint-only -Wall, every top
-#   make bench                                          build/reports/{mxu,ici,hbm}.json, ici.svg
+#   make bench                                          build/reports/{mxu,ici,hbm,chip}.json, ici.svg
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 BUILD  ?= build

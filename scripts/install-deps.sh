@@ -10,7 +10,7 @@ PACKAGES=(
   verilator                          # RTL -> C++
   libsystemc-dev                     # SystemC (the pod testbench)
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev  # C++ libraries
-  python3                            # benchmark plots (scripts/plot_ici.py)
+  python3                            # the ISA generator (configure) and the benchmark plots
   "$@"
 )
 

@@ -49,8 +49,11 @@
 // never fetched). The compiler therefore keeps one invariant: each wait is covered by initial
 // tokens plus signals of instructions EARLIER in the program. With single-taker semaphores that
 // makes the program deadlock-free at any queue depth. Within it, loads are emitted as early as the
-// invariant allows (a weight tile right after the mxu.lw of the tile R before it; the next A block
-// after the R-th weight tile of the current block), so the load queue runs ahead of the MXU, and
+// invariant allows (a weight tile right after the mxu.lw of the tile R before it; the first
+// block's K-tiles each just ahead of the weight tile that first uses it; the next block's K-tiles
+// one per weight tile once the current block's first pass is out, so their A_FULL counts follow
+// the current block's and no long run of loads fills the load queue), so the load queue runs
+// ahead of the MXU, and
 // each group's vector ops and store are emitted one group late (after the next group's first mm),
 // so a vector op waiting for its accumulators never keeps the front end from feeding the MXU.
 // The MXU sequence check (every mxu.lw followed by an mxu.mm) holds: the MXU stream is lw, mm,

@@ -247,6 +247,8 @@ int cmd_run(const RunOptions& o) {
   if (modes != 1)
     throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
+  if (!o.program.empty() && o.backend == "both")
+    throw UsageError("run: --backend both goes with --matmul, --mlp or --demo (a program file runs on one backend)");
   if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
     throw UsageError("run: --hbm-in and --hbm-out go with a program file");
   const Backend backend = o.backend == "both" ? Backend::rtl : tp::driver::parse_backend(o.backend);

@@ -1,5 +1,6 @@
 // make bench: matmuls compiled for the chip and run on the Verilated chip, against the roofline
-// (build/reports/chip.json). For each preset and M = K = N in {4n, 8n}: cycles, MXU utilization,
+// (build/reports/chip.json), with the HBM controllers' statistics on presets whose chip memory
+// is HBM. For each preset and M = K = N in {4n, 8n}: cycles, MXU utilization,
 // flops per cycle against the peak, bytes moved, and the fraction of the roofline reached. Every
 // result is checked bit-exact against the host reference; a mismatch fails the benchmark.
 #include <fmt/format.h>
@@ -40,11 +41,16 @@ int main(int argc, char** argv) {
         // once, each element a 32-bit word in HBM (docs/chip.md).
         const double flops = 2.0 * double(s) * double(s) * double(s);
         const double peak = 2.0 * double(n * n);
-        const double bytes_per_cycle = 4.0 * double(n);
+        // The memory interface: the chip's port (a beat of 4n bytes a cycle), or on HBM the
+        // pseudo-channels' data buses if they are narrower (32 bytes per 2-cycle burst each).
+        const bool hbm = p.chip.memory == "hbm";
+        const double nc = double(p.hbm.channels * p.hbm.pseudo_channels);
+        const double bytes_per_cycle = hbm ? std::min(4.0 * double(n), 16.0 * nc) : 4.0 * double(n);
         const double compulsory = 4.0 * 3.0 * double(s) * double(s);
         const double roofline = std::max(flops / peak, compulsory / bytes_per_cycle);
         const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
         nlohmann::json e = {{"preset", name},
+                            {"memory", p.chip.memory},
                             {"m", s},
                             {"k", s},
                             {"n", s},
@@ -61,11 +67,28 @@ int main(int argc, char** argv) {
                             {"instructions", run.instructions},
                             {"sim_cycles_per_s", double(run.cycles) / secs},
                             {"counters", run.counters}};
+        if (hbm) {  // the HBM controllers' view of the run
+          const auto& c = run.counters;
+          const double bursts = double(c.at("hbm_reads") + c.at("hbm_writes"));
+          const double hits = double(c.at("hbm_row_hits"));
+          e["hbm"] = {{"pseudo_channels", c.at("hbm_pseudo_channels")},
+                      {"reads", c.at("hbm_reads")},
+                      {"writes", c.at("hbm_writes")},
+                      {"row_hit_rate", bursts > 0 ? hits / bursts : 0.0},
+                      {"bus_busy_fraction", double(c.at("hbm_bus_busy")) / (nc * double(run.cycles))},
+                      {"avg_read_latency", c.at("hbm_reads") ? double(c.at("hbm_read_latency_sum")) /
+                                                                   double(c.at("hbm_reads"))
+                                                             : 0.0},
+                      {"max_read_latency", c.at("hbm_read_latency_max")},
+                      {"refreshes", c.at("hbm_refreshes")},
+                      {"ecc_corrected", c.at("hbm_ecc_corrected")},
+                      {"ecc_fatal", c.at("hbm_ecc_fatal")}};
+        }
         report["results"].push_back(e);
         all_pass = all_pass && run.pass;
-        fmt::print("chip {:<6} {:>5}^3: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of roofline, "
+        fmt::print("chip {:<6} ({:<5}) {:>5}^3: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of roofline, "
                    "{:.2f} M cycles/s{}\n",
-                   name, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
+                   name, p.chip.memory, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
                    roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
       }
     }

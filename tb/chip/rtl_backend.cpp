@@ -4,10 +4,10 @@
 //
 // Every run starts from a chip reset (the memory keeps its contents), loads the program through
 // the host registers, starts the chip and clocks it until done, an error or the timeout. Waves:
-// set TP_WAVES=<dir> and each run writes <dir>/rtl_<preset>_run<k>.fst.
+// with TP_WAVES=<dir>, each chip writes <dir>/<preset>.<test>.fst (every run of it, one after
+// another; <test> is the GoogleTest's name, "standalone" in the tensorpod tool).
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <memory>
 
 #include TP_CHIP_HEADER
@@ -66,8 +66,7 @@ class RtlChip final : public tp::driver::Chip {
     if (!harness_) {
       tp::tb::ChipStimulus stim;
       stim.latency = preset().chip.mem_latency;
-      if (const char* dir = std::getenv("TP_WAVES"); dir && *dir)
-        stim.wave_file = fmt::format("{}/rtl_{}.fst", dir, preset().name);
+      stim.wave_file = tp::tb::wave_path(preset().name + "." + tp::tb::current_test_name());
       harness_ = std::make_unique<tp::tb::ChipHarness<TP_CHIP_CLASS>>(preset(), stim);
     }
     return *harness_;
