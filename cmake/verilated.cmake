@@ -18,6 +18,7 @@ set(TP_RTL_CHIP
   ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_pkg.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_vmem.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_rd_stream.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_dma_walk.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_dma_ld.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_dma_st.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_mxu_unit.sv

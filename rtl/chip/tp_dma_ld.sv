@@ -41,8 +41,7 @@ module tp_dma_ld
 
   // Request side: one instruction's beats, one per cycle as the memory takes them.
   logic        req_busy_q;
-  logic [31:0] total_q, issued_q, row_q, hstride_q;
-  logic [11:0] col_q, cols_q;
+  logic [31:0] total_q, issued_q;
   logic        req_fire, wr_fire;
   // Write side: the instructions whose requests are out, oldest first.
   logic          d_in_ready, d_valid, d_pop;
@@ -69,7 +68,6 @@ module tp_dma_ld
   assign ready_o     = !req_busy_q && d_in_ready;
   assign idle_o      = !req_busy_q && !d_valid;
   assign req_valid_o = req_busy_q;
-  assign req_addr_o  = row_q + 32'(col_q);
   assign req_fire    = req_valid_o && req_ready_i;
   assign wr_req_o    = d_valid && rsp_valid_i;
   assign wr_addr_o   = d_vaddr + 20'(written_q);
@@ -82,15 +80,22 @@ module tp_dma_ld
   assign cmpl_sig_o  = d_sig;
   assign cnt_bytes_o = bytes_q;
 
+  tp_dma_walk u_walk (
+    .clk_i,
+    .rst_ni,
+    .start_i   (start_i),
+    .haddr_i   (dma_haddr(instr_i)),
+    .hstride_i (dma_hstride(instr_i)),
+    .cols_i    (dma_cols(instr_i)),
+    .step_i    (req_fire),
+    .addr_o    (req_addr_o)
+  );
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       req_busy_q <= 1'b0;
       total_q    <= '0;
       issued_q   <= '0;
-      row_q      <= '0;
-      hstride_q  <= '0;
-      col_q      <= '0;
-      cols_q     <= '0;
       written_q  <= '0;
       err_o      <= 1'b0;
       err_pc_o   <= '0;
@@ -100,19 +105,9 @@ module tp_dma_ld
         req_busy_q <= 1'b1;
         total_q    <= 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
         issued_q   <= '0;
-        row_q      <= dma_haddr(instr_i);
-        hstride_q  <= dma_hstride(instr_i);
-        col_q      <= '0;
-        cols_q     <= dma_cols(instr_i);
       end else if (req_fire) begin
         issued_q <= issued_q + 1;
         if (issued_q + 1 == total_q) req_busy_q <= 1'b0;
-        if (col_q + 1 == cols_q) begin
-          col_q <= '0;
-          row_q <= row_q + hstride_q;
-        end else begin
-          col_q <= col_q + 1;
-        end
       end
       if (wr_fire) begin
         written_q <= d_pop ? '0 : written_q + 1;

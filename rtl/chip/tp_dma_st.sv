@@ -34,8 +34,7 @@ module tp_dma_st
 );
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
   logic        busy_q;
-  logic [31:0] total_q, acked_q, row_q, hstride_q;
-  logic [11:0] col_q, cols_q;
+  logic [31:0] total_q, acked_q;
   logic [3:0]  sig_q;
   logic [31:0] pc_q;
   logic [63:0] bytes_q;
@@ -62,7 +61,6 @@ module tp_dma_st
 
   assign idle_o      = !busy_q;
   assign req_valid_o = s_valid;
-  assign req_addr_o  = row_q + 32'(col_q);
   assign req_fire    = req_valid_o && req_ready_i;
   assign moving_o    = req_fire || rsp_valid_i;
   assign cmpl_o      = busy_q && rsp_valid_i && (acked_q + 1 == total_q);
@@ -70,15 +68,22 @@ module tp_dma_st
   assign err_pc_o    = pc_q;
   assign cnt_bytes_o = bytes_q;
 
+  tp_dma_walk u_walk (
+    .clk_i,
+    .rst_ni,
+    .start_i   (start_i),
+    .haddr_i   (dma_haddr(instr_i)),
+    .hstride_i (dma_hstride(instr_i)),
+    .cols_i    (dma_cols(instr_i)),
+    .step_i    (req_fire),
+    .addr_o    (req_addr_o)
+  );
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       busy_q    <= 1'b0;
       total_q   <= '0;
       acked_q   <= '0;
-      row_q     <= '0;
-      hstride_q <= '0;
-      col_q     <= '0;
-      cols_q    <= '0;
       sig_q     <= '0;
       pc_q      <= '0;
       err_o     <= 1'b0;
@@ -88,21 +93,11 @@ module tp_dma_st
         busy_q    <= 1'b1;
         total_q   <= 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
         acked_q   <= '0;
-        row_q     <= dma_haddr(instr_i);
-        hstride_q <= dma_hstride(instr_i);
-        col_q     <= '0;
-        cols_q    <= dma_cols(instr_i);
         sig_q     <= f_signal(instr_i);
         pc_q      <= pc_i;
       end else begin
         if (req_fire) begin
           bytes_q <= bytes_q + RowBytes;
-          if (col_q + 1 == cols_q) begin
-            col_q <= '0;
-            row_q <= row_q + hstride_q;
-          end else begin
-            col_q <= col_q + 1;
-          end
         end
         if (rsp_valid_i) begin
           acked_q <= acked_q + 1;
