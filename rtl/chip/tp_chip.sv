@@ -46,6 +46,13 @@ module tp_chip
   logic        imem_we;
   logic        csr_wr;
   logic [63:0] cnt [NCnt];
+  logic         host_req_q, host_busy_q, host_write_q, host_err_q, host_fire, host_rsp;
+  logic [31:0]  host_addr_q;
+  logic [W-1:0] host_data_q;
+  logic [11:0]  host_off;
+  logic [6:0]   host_word;
+  assign host_off  = csr_addr_i - 12'h800;
+  assign host_word = host_off[8:2];
 
   logic [11:0] cnt_off;
   logic [4:0]  cnt_idx;
@@ -80,9 +87,13 @@ module tp_chip
       12'h010: csr_rdata_o = prog_len_q;
       12'h014: csr_rdata_o = imem_addr_q;
       12'h028: csr_rdata_o = {8'b0, 8'(IsaVersion), 16'(N)};
+      12'h030: csr_rdata_o = host_addr_q;
+      12'h038: csr_rdata_o = {30'b0, host_err_q, host_busy_q};
       default: begin
         if (csr_addr_i >= 12'h100 && csr_addr_i < 12'h100 + 12'(8 * NCnt)) begin
           csr_rdata_o = csr_addr_i[2] ? cnt[cnt_idx][63:32] : cnt[cnt_idx][31:0];
+        end else if (csr_addr_i >= 12'h800 && csr_addr_i < 12'h800 + 12'(4 * N)) begin
+          csr_rdata_o = host_data_q[32 * host_word +: 32];
         end
       end
     endcase
@@ -154,30 +165,36 @@ module tp_chip
     .cnt_conflicts_o (cnt_conflicts)
   );
 
-  // ---- memory port: load and store DMA share it, round-robin --------------------------------
-  logic         ld_req_valid, ld_req_ready, st_req_valid, st_req_ready, pick_st, last_st_q;
+  // ---- memory port: the host's beat access first, then load and store DMA, round-robin -------
+  logic         ld_req_valid, ld_req_ready, st_req_valid, st_req_ready, last_st_q;
   logic [31:0]  ld_req_addr, st_req_addr;
   logic [W-1:0] st_req_data;
   logic         ld_rsp_valid, ld_rsp_ready, st_rsp_valid;
+  logic [1:0]   pick, hold_pick_q;  // 0 load, 1 store, 2 host
+  logic         hold_q;
   // A request waiting for ready keeps its place: valid/ready payloads hold until taken.
-  logic hold_q, hold_st_q;
-  assign pick_st         = hold_q ? hold_st_q : st_req_valid && (!ld_req_valid || !last_st_q);
-  assign mem_req_valid_o = ld_req_valid || st_req_valid;
-  assign mem_req_write_o = pick_st;
-  assign mem_req_addr_o  = pick_st ? st_req_addr : ld_req_addr;
-  assign mem_req_id_o    = pick_st ? 4'd1 : 4'd0;
-  assign mem_req_wdata_o = st_req_data;
-  assign ld_req_ready    = mem_req_ready_i && !pick_st;
-  assign st_req_ready    = mem_req_ready_i && pick_st;
+  always_comb begin
+    if (hold_q) pick = hold_pick_q;
+    else if (host_req_q) pick = 2'd2;
+    else pick = (st_req_valid && (!ld_req_valid || !last_st_q)) ? 2'd1 : 2'd0;
+  end
+  assign mem_req_valid_o = host_req_q || ld_req_valid || st_req_valid;
+  assign mem_req_write_o = (pick == 2'd1) || (pick == 2'd2 && host_write_q);
+  assign mem_req_addr_o  = (pick == 2'd2) ? host_addr_q : (pick == 2'd1) ? st_req_addr : ld_req_addr;
+  assign mem_req_id_o    = 4'(pick);
+  assign mem_req_wdata_o = (pick == 2'd2) ? host_data_q : st_req_data;
+  assign ld_req_ready    = mem_req_ready_i && pick == 2'd0;
+  assign st_req_ready    = mem_req_ready_i && pick == 2'd1;
+  assign host_fire       = mem_req_ready_i && pick == 2'd2 && host_req_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      last_st_q <= 1'b0;
-      hold_q    <= 1'b0;
-      hold_st_q <= 1'b0;
+      last_st_q   <= 1'b0;
+      hold_q      <= 1'b0;
+      hold_pick_q <= 2'd0;
     end else begin
-      if (mem_req_valid_o && mem_req_ready_i) last_st_q <= pick_st;
-      hold_q    <= mem_req_valid_o && !mem_req_ready_i;
-      hold_st_q <= pick_st;
+      if (mem_req_valid_o && mem_req_ready_i && pick != 2'd2) last_st_q <= pick == 2'd1;
+      hold_q      <= mem_req_valid_o && !mem_req_ready_i;
+      hold_pick_q <= pick;
     end
   end
   tp_assert_stable #(.Width(1 + 32 + 4 + W), .Name("tp_chip memory requests")) u_check_mem (
@@ -189,7 +206,43 @@ module tp_chip
   );
   assign ld_rsp_valid    = mem_rsp_valid_i && mem_rsp_id_i == 4'd0;
   assign st_rsp_valid    = mem_rsp_valid_i && mem_rsp_id_i == 4'd1;
+  assign host_rsp        = mem_rsp_valid_i && mem_rsp_id_i == 4'd2;
   assign mem_rsp_ready_o = (mem_rsp_id_i == 4'd0) ? ld_rsp_ready : 1'b1;
+
+  // The host's beat access (HOST_ADDR, HOST_CMD, HOST_STATUS, the data window): one beat read
+  // or written through the memory port, for loading and reading back memory without a program.
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      host_req_q   <= 1'b0;
+      host_busy_q  <= 1'b0;
+      host_write_q <= 1'b0;
+      host_err_q   <= 1'b0;
+      host_addr_q  <= '0;
+    end else begin
+      if (csr_wr && csr_addr_i == 12'h030) host_addr_q <= csr_wdata_i;
+      if (csr_wr && csr_addr_i == 12'h034 && !host_busy_q && (csr_wdata_i[1:0] == 2'd1 || csr_wdata_i[1:0] == 2'd2))
+      begin
+        if (host_addr_q >= HbmBeats) begin
+          host_err_q <= 1'b1;  // past the end of memory: refused, nothing sent
+        end else begin
+          host_err_q   <= 1'b0;
+          host_req_q   <= 1'b1;
+          host_busy_q  <= 1'b1;
+          host_write_q <= csr_wdata_i[1:0] == 2'd2;
+        end
+      end
+      if (host_fire) host_req_q <= 1'b0;
+      if (host_rsp) begin
+        host_busy_q <= 1'b0;
+        host_err_q  <= mem_rsp_err_i;
+      end
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (csr_wr && csr_addr_i >= 12'h800 && csr_addr_i < 12'h800 + 12'(4 * N) && !host_busy_q)
+      host_data_q[32 * host_word +: 32] <= csr_wdata_i;
+    if (host_rsp && !host_write_q) host_data_q <= mem_rsp_rdata_i;
+  end
 
   // ---- units --------------------------------------------------------------------------------
   logic [63:0] bytes_ld, bytes_st;
@@ -365,6 +418,6 @@ module tp_chip
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{mem_rsp_write_i, csr_wdata_i[31:1], cnt_off[11:8], cnt_off[2:0]};
+  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:8], cnt_off[2:0], host_off[11:9], host_off[1:0]};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

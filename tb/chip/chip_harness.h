@@ -23,6 +23,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <span>
@@ -222,6 +223,26 @@ class ChipHarness {
     return (uint64_t{hi} << 32) | lo;
   }
 
+  // The host's beat access through the chip's memory port (HOST_ADDR 0x030, HOST_CMD 0x034,
+  // HOST_STATUS 0x038, data window 0x800): one beat per command, the slow path next to the
+  // backdoor. Returns false when the chip refused the address (HOST_STATUS error bit).
+  bool host_write_beat(uint64_t beat, std::span<const uint32_t> lanes) {
+    csr_write(0x030, static_cast<uint32_t>(beat));
+    for (unsigned j = 0; j < lanes_; ++j) csr_write(0x800 + 4 * j, lanes[j]);
+    csr_write(0x034, 2);
+    const bool ok = host_wait();
+    if constexpr (kHbm) drain_memory();  // posted: let it reach the DRAM
+    return ok;
+  }
+  std::optional<std::vector<uint32_t>> host_read_beat(uint64_t beat) {
+    csr_write(0x030, static_cast<uint32_t>(beat));
+    csr_write(0x034, 1);
+    if (!host_wait()) return std::nullopt;
+    std::vector<uint32_t> out(lanes_);
+    for (unsigned j = 0; j < lanes_; ++j) out[j] = csr_read(0x800 + 4 * j);
+    return out;
+  }
+
   void load(const std::vector<isa::Word>& code) {
     csr_write(0x014, 0);
     for (const auto& w : code) {
@@ -295,6 +316,14 @@ class ChipHarness {
   }
 
   bool chance(double p) { return p > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p; }
+
+  bool host_wait() {
+    for (uint64_t t = 0; csr_read(0x038) & 1u; ++t) {
+      if (t > 100'000) throw std::runtime_error("ChipHarness: the host's memory access did not finish");
+      tick();
+    }
+    return (csr_read(0x038) & 2u) == 0;
+  }
 
   void drain_memory() {
     for (uint64_t t = 0; !top_->mem_idle_o; ++t) {

@@ -311,6 +311,27 @@ TEST(Chip, MemoryErrorStopsTheChip) {
   EXPECT_EQ(r.pc, 1u);
 }
 
+// The host's beat access through the chip's memory port agrees with the backdoor both ways, and
+// an address past the end of memory is refused, not sent.
+TEST(Chip, HostBeatAccessThroughTheMemoryPort) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
+  const unsigned n = preset().mxu.n;
+  for (int i = 0; i < 8; ++i) {
+    const uint64_t beat = rng() % preset().chip.hbm_beats;
+    const auto a = random_words(rng, n), b = random_words(rng, n);
+    ASSERT_TRUE(rtl.host_write_beat(beat, a));
+    EXPECT_EQ(rtl.read_mem(beat, 1), a) << "beat " << beat;
+    rtl.write_mem(beat, b);
+    const auto got = rtl.host_read_beat(beat);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(*got, b) << "beat " << beat;
+  }
+  EXPECT_FALSE(rtl.host_read_beat(preset().chip.hbm_beats).has_value());
+  EXPECT_FALSE(rtl.host_write_beat(preset().chip.hbm_beats + 7, random_words(rng, n)));
+}
+
 // Counters: every cycle of every unit is counted once, the bytes are the program's, and the
 // MXU rows are the program's.
 TEST(Chip, CountersAddUp) {
