@@ -262,7 +262,7 @@ function(tp_lint_target)
     endif()
   endforeach()
   add_custom_target(lint ${cmds}
-    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm, tp_chip, tp_chip_hbm at ${TP_ALL_PRESETS})"
+    COMMAND ${CMAKE_COMMAND} -E echo "lint: clean (tp_fp_unit, tp_ecc_unit; tp_mxu, tp_mxu_array, tp_ici_router, tp_hbm_ctrl, tp_hbm, tp_chip at ${TP_ALL_PRESETS}; tp_chip_hbm where chip.memory is hbm)"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} VERBATIM)
 endfunction()
 tp_lint_target()

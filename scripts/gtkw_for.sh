@@ -17,6 +17,7 @@ fst2vcd "$fst" 2>/dev/null | sed -n '1,/\$enddefinitions/p' | awk -v tmpl="$temp
         if (!(line in exists)) sub(/^top\.tp_mxu\.u_array\./, "top.tp_mxu_array.", line)
         # A chip on HBM (tp_chip_hbm as top) has the chip one level down.
         if (!(line in exists)) sub(/^top\.tp_chip\./, "top.tp_chip_hbm.u_chip.", line)
+        if (!(line in exists)) sub(/^top\.mem_/, "top.tp_chip_hbm.u_chip.mem_", line)
         if (!(line in exists)) continue
         if (line in range) line = line range[line]
       }

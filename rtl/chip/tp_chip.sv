@@ -219,7 +219,7 @@ module tp_chip
       host_err_q   <= 1'b0;
       host_addr_q  <= '0;
     end else begin
-      if (csr_wr && csr_addr_i == 12'h030) host_addr_q <= csr_wdata_i;
+      if (csr_wr && csr_addr_i == 12'h030 && !host_busy_q) host_addr_q <= csr_wdata_i;  // held while busy
       if (csr_wr && csr_addr_i == 12'h034 && !host_busy_q && (csr_wdata_i[1:0] == 2'd1 || csr_wdata_i[1:0] == 2'd2))
       begin
         if (host_addr_q >= HbmBeats) begin

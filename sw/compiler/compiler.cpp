@@ -293,10 +293,10 @@ class Builder {
     auto a_tile = [&](uint64_t mb, uint64_t kb) {
       const uint64_t rows = block_rows(mb);
       const uint64_t buf = lay.a_buf[mb % 2];
-      return Line{dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb,
-                      kb == 0 ? kAFree : 0, kAFull),
-                  fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb,
-                              mb % 2)};
+      return Line{
+          dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb, kb == 0 ? kAFree : 0,
+              kAFull),
+          fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb, mb % 2)};
     };
     uint64_t j = 0;  // weight tile index in the layer
     for (uint64_t mb = 0; mb < t.mb; ++mb) {

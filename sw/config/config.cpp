@@ -86,6 +86,8 @@ HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string&
   HbmConfig h;
   h.channels = get_uint(c, "channels", 1, 16, origin, where);
   h.pseudo_channels = get_uint(c, "pseudo_channels", 1, 2, origin, where);
+  if (!std::has_single_bit(h.channels))  // pseudo-channels are picked by address bits
+    fail(origin, where + ".channels", fmt::format("{} is not a power of two", h.channels));
   h.bank_groups = get_pow2(c, "bank_groups", 1, 8, origin, where);
   h.banks_per_group = get_pow2(c, "banks_per_group", 1, 8, origin, where);
   h.rows = get_pow2(c, "rows", 16, 1u << 20, origin, where);
@@ -153,9 +155,9 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   p.chip.vmem_banks = get_uint(c, "vmem_banks", 1, 64, origin, cw);
   p.chip.sublanes = get_uint(c, "sublanes", 1, 16, origin, cw);
   if (p.chip.sublanes > p.chip.vmem_banks)
-    fail(origin, cw + ".sublanes",
-         fmt::format("{} exceeds vmem_banks ({}): each sublane needs its own bank", p.chip.sublanes,
-                     p.chip.vmem_banks));
+    fail(
+        origin, cw + ".sublanes",
+        fmt::format("{} exceeds vmem_banks ({}): each sublane needs its own bank", p.chip.sublanes, p.chip.vmem_banks));
   p.chip.imem_words = get_uint(c, "imem_words", 16, 1u << 20, origin, cw);
   p.chip.queue = get_uint(c, "queue", 2, 64, origin, cw);
   p.chip.mem_latency = get_uint(c, "mem_latency", 1, 1000, origin, cw);
@@ -168,8 +170,8 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
     fail(origin, cw + ".vmem_rows",
          fmt::format("{} is not a multiple of vmem_banks ({})", p.chip.vmem_rows, p.chip.vmem_banks));
   if (p.chip.vmem_rows < 2 * p.mxu.n)
-    fail(origin, cw + ".vmem_rows", fmt::format("{} is less than two weight tiles (2 x mxu.n = {})", p.chip.vmem_rows,
-                                               2 * p.mxu.n));
+    fail(origin, cw + ".vmem_rows",
+         fmt::format("{} is less than two weight tiles (2 x mxu.n = {})", p.chip.vmem_rows, 2 * p.mxu.n));
   if (!j.contains("ici")) fail(origin, where + ".ici", "missing");
   p.ici = parse_ici(j["ici"], origin, where + ".ici");
   if (!j.contains("hbm")) fail(origin, where + ".hbm", "missing");

@@ -67,7 +67,6 @@ struct Preset {
   ChipConfig chip;
 };
 
-
 // configs/presets.json of this source tree, or $TENSORPOD_CONFIG when set.
 std::filesystem::path default_config_path();
 

@@ -200,8 +200,8 @@ int cmd_compile(const RunOptions& o, const std::string& out) {
 }
 
 void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
-  fmt::print("{} on {} (preset '{}', n={}), seed {}\n", run.what, chip.backend_name(), chip.preset().name,
-             chip.lanes(), run.seed);
+  fmt::print("{} on {} (preset '{}', n={}), seed {}\n", run.what, chip.backend_name(), chip.preset().name, chip.lanes(),
+             run.seed);
   fmt::print("  status:      {}\n", tp::driver::describe(run.status));
   if (run.status.ok()) {
     if (run.pass) {
@@ -244,8 +244,7 @@ json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
 
 int cmd_run(const RunOptions& o) {
   const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty() + o.demo;
-  if (modes != 1)
-    throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
+  if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
   if (!o.program.empty() && o.backend == "both")
     throw UsageError("run: --backend both goes with --matmul, --mlp or --demo (a program file runs on one backend)");
@@ -314,9 +313,9 @@ int cmd_run(const RunOptions& o) {
     const auto& b = runs[1].output;
     for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) differ += a[i] != b[i];
     const bool same = !a.empty() && a.size() == b.size() && differ == 0;
-    fmt::print("rtl vs golden interpreter: {}\n",
-               same ? fmt::format("bit-exact ({} elements)", a.size())
-                    : fmt::format("DIFFERENT ({} of {} elements)", differ, a.size()));
+    fmt::print("rtl vs golden interpreter: {}\n", same
+                                                      ? fmt::format("bit-exact ({} elements)", a.size())
+                                                      : fmt::format("DIFFERENT ({} of {} elements)", differ, a.size()));
     ok = ok && same;
     report["rtl_matches_golden"] = same;
   }
@@ -360,7 +359,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--relu", run.relu, "--matmul: apply ReLU");
   run_cmd->add_option("--mlp", run.mlp, "compile and run a two-layer MLP MxKxHxN (x[M,K] -> h[M,H] -> y[M,N])");
   run_cmd->add_flag("--demo", run.demo, "the make sim demo: the MLP 8n x 8n x 16n x 4n for the preset's n x n MXU");
-  run_cmd->add_option("--backend", run.backend, "rtl, golden, or both (--matmul/--mlp: the same operands on each, results compared)")->capture_default_str();
+  run_cmd
+      ->add_option("--backend", run.backend,
+                   "rtl, golden, or both (--matmul/--mlp: the same operands on each, results compared)")
+      ->capture_default_str();
   run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)");
   run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str();
   run_cmd->add_option("--timeout", run.timeout, "cycles before giving up (0: automatic)")->capture_default_str();

@@ -76,9 +76,8 @@ int main(int argc, char** argv) {
                       {"writes", c.at("hbm_writes")},
                       {"row_hit_rate", bursts > 0 ? hits / bursts : 0.0},
                       {"bus_busy_fraction", double(c.at("hbm_bus_busy")) / (nc * double(run.cycles))},
-                      {"avg_read_latency", c.at("hbm_reads") ? double(c.at("hbm_read_latency_sum")) /
-                                                                   double(c.at("hbm_reads"))
-                                                             : 0.0},
+                      {"avg_read_latency",
+                       c.at("hbm_reads") ? double(c.at("hbm_read_latency_sum")) / double(c.at("hbm_reads")) : 0.0},
                       {"max_read_latency", c.at("hbm_read_latency_max")},
                       {"refreshes", c.at("hbm_refreshes")},
                       {"ecc_corrected", c.at("hbm_ecc_corrected")},
@@ -86,10 +85,12 @@ int main(int argc, char** argv) {
         }
         report["results"].push_back(e);
         all_pass = all_pass && run.pass;
-        fmt::print("chip {:<6} ({:<5}) {:>5}^3: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of roofline, "
-                   "{:.2f} M cycles/s{}\n",
-                   name, p.chip.memory, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
-                   roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
+        fmt::print(
+            "chip {:<6} ({:<5}) {:>5}^3: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of "
+            "roofline, "
+            "{:.2f} M cycles/s{}\n",
+            name, p.chip.memory, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
+            roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
       }
     }
     std::filesystem::create_directories(std::filesystem::path(out).parent_path());

@@ -16,8 +16,8 @@
 #include <verilated.h>
 #include <verilated_fst_c.h>
 
-#include <cstdint>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -41,11 +41,11 @@
 namespace tp::tb {
 
 struct ChipStimulus {
-  unsigned latency = 20;     // read latency of the memory model (cycles)
-  double req_stall = 0.0;    // probability that the memory refuses a request in a cycle
-  double rsp_stall = 0.0;    // probability that the memory holds back a ready response
+  unsigned latency = 20;   // read latency of the memory model (cycles)
+  double req_stall = 0.0;  // probability that the memory refuses a request in a cycle
+  double rsp_stall = 0.0;  // probability that the memory holds back a ready response
   uint64_t seed = 1;
-  std::string wave_file;     // FST output, empty for none
+  std::string wave_file;  // FST output, empty for none
 };
 
 // Counter indices (docs/chip.md, "Host interface").
@@ -74,11 +74,17 @@ class ChipHarness {
         stim_(std::move(stim)),
         rng_(stim_.seed),
         ctx_(std::make_unique<VerilatedContext>()) {
+    if (!kHbm && p.chip.memory != "model")
+      throw std::runtime_error(
+          fmt::format("ChipHarness: the Verilated chip has no HBM but preset '{}' says memory "
+                      "\"{}\" (rebuild after editing the preset)",
+                      p.name, p.chip.memory));
     if constexpr (kHbm) {
       if (p.chip.memory != "hbm")
-        throw std::runtime_error(fmt::format("ChipHarness: the Verilated chip has HBM but preset '{}' says memory "
-                                             "\"{}\" (rebuild after editing the preset)",
-                                             p.name, p.chip.memory));
+        throw std::runtime_error(
+            fmt::format("ChipHarness: the Verilated chip has HBM but preset '{}' says memory "
+                        "\"{}\" (rebuild after editing the preset)",
+                        p.name, p.chip.memory));
       dram_ = std::make_unique<HbmDram<Top>>(p.hbm, p.hbm.channels * p.hbm.pseudo_channels);
       // TP_HBM_CMDLOG=<file>: every DRAM command (cycle, pseudo-channel, command, bank, row, column).
       if (const char* log = std::getenv("TP_HBM_CMDLOG"); log && *log) {
@@ -143,10 +149,11 @@ class ChipHarness {
   // ---- memory (the host's backdoor: copy in and out) ----
   void write_mem(uint64_t beat, std::span<const uint32_t> words) {
     if (words.size() % lanes_ != 0)
-      throw std::invalid_argument(fmt::format("write_mem: {} words is not a whole number of {}-lane beats",
-                                              words.size(), lanes_));
+      throw std::invalid_argument(
+          fmt::format("write_mem: {} words is not a whole number of {}-lane beats", words.size(), lanes_));
     if constexpr (kHbm) {
-      for (std::size_t b = 0; b < words.size() / lanes_; ++b) write_beat_hbm(beat + b, words.subspan(b * lanes_, lanes_));
+      for (std::size_t b = 0; b < words.size() / lanes_; ++b)
+        write_beat_hbm(beat + b, words.subspan(b * lanes_, lanes_));
     } else {
       for (std::size_t k = 0; k < words.size(); ++k)
         word(beat + k / lanes_, static_cast<unsigned>(k % lanes_)) = words[k];
@@ -164,7 +171,8 @@ class ChipHarness {
     return out;
   }
   // Reads of this beat answer with an uncorrectable error: the memory model flags it; on HBM two
-  // stored bits of its first codeword flip (call it after the beat is written).
+  // stored bits of its first codeword flip (a later write of the beat would repair it; unwritten
+  // memory is an all-zero codeword, so flipping it works too).
   void fail_beat(uint64_t beat) {
     if constexpr (kHbm) {
       const auto a = hbm_place(beat * bursts_per_beat());
@@ -369,8 +377,11 @@ class ChipHarness {
     if (top_->mem_rsp_valid_i && top_->mem_rsp_ready_o) pending_.pop_front();
     if (top_->mem_req_valid_o && top_->mem_req_ready_i) {
       const uint64_t beat = top_->mem_req_addr_o;
-      Pending p{cycles_ + stim_.latency, static_cast<bool>(top_->mem_req_write_o),
-                static_cast<uint8_t>(top_->mem_req_id_o), false, {}};
+      Pending p{cycles_ + stim_.latency,
+                static_cast<bool>(top_->mem_req_write_o),
+                static_cast<uint8_t>(top_->mem_req_id_o),
+                false,
+                {}};
       if (p.write) {
         for (unsigned j = 0; j < lanes_; ++j) word(beat, j) = get_lane<32>(top_->mem_req_wdata_o, j);
       } else {

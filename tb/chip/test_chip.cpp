@@ -9,11 +9,11 @@
 #include TP_CHIP_HEADER
 #include "chip_harness.h"
 #include "chip_model.h"
-#include "fp.h"
 #include "config.h"
 #include "driver.h"
-#include "matmul_shapes.h"
+#include "fp.h"
 #include "isa.h"
+#include "matmul_shapes.h"
 #include "tb_util.h"
 
 namespace {
@@ -72,8 +72,8 @@ struct Both {
     const unsigned n = preset().mxu.n;
     for (std::size_t k = 0; k < a.size(); ++k) {
       if (a[k] != b[k]) {
-        ADD_FAILURE() << fmt::format("{}: memory differs first at beat {} lane {}: rtl {:#010x}, golden {:#010x}",
-                                     what, k / n, k % n, a[k], b[k]);
+        ADD_FAILURE() << fmt::format("{}: memory differs first at beat {} lane {}: rtl {:#010x}, golden {:#010x}", what,
+                                     k / n, k % n, a[k], b[k]);
         return;
       }
     }
@@ -124,7 +124,6 @@ TEST(Chip, LoadAddStore) {
     }
 }
 
-
 // ---- random valid programs -------------------------------------------------------------------
 //
 // A software pipeline of random iterations over double-buffered VMEM regions. Iteration i, slot
@@ -156,8 +155,8 @@ struct Gen {
     return code.back();
   }
   void fence(unsigned unit, unsigned wait, unsigned signal) { emit(tp::isa::Op::fence, wait, signal).f.unit = unit; }
-  void vec(tp::isa::Op op, unsigned dst, unsigned a, unsigned b, unsigned rows, bool a_acc = false,
-           bool bcast = false, uint32_t imm = 0, unsigned wait = 0) {
+  void vec(tp::isa::Op op, unsigned dst, unsigned a, unsigned b, unsigned rows, bool a_acc = false, bool bcast = false,
+           uint32_t imm = 0, unsigned wait = 0) {
     auto& f = emit(op, wait).f;
     f.dst = dst, f.a = a, f.b = b, f.rows = rows, f.a_acc = a_acc, f.b_bcast = bcast, f.imm = imm;
   }
@@ -166,8 +165,8 @@ struct Gen {
     using tp::isa::Op;
     auto& wl = emit(Op::dma_ld, 0, kW).f;  // both weight tiles, once
     wl.vaddr = w0, wl.haddr = 0, wl.rows = 2 * n, wl.cols = 1, wl.hstride = 1;
-    static constexpr Op kBinary[] = {Op::vadd, Op::vsub, Op::vmul, Op::vmax, Op::vmin, Op::vcmplt, Op::vcmple,
-                                     Op::vcmpeq};
+    static constexpr Op kBinary[] = {Op::vadd, Op::vsub,   Op::vmul,   Op::vmax,
+                                     Op::vmin, Op::vcmplt, Op::vcmple, Op::vcmpeq};
     static constexpr Op kUnary[] = {Op::vrelu, Op::vcvtbf, Op::vcvtf, Op::vredsum, Op::vredmax, Op::vmov, Op::vscale};
     for (unsigned i = 0; i < iters; ++i) {
       const unsigned s = i % 2, in = in0 + s * R, t = t0 + s * R, u = u0 + s * R, acc = s * R;
@@ -239,7 +238,6 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Stalls, ChipRandom, ::testing::Values(0.0, 0.3),
                          [](const auto& p) { return p.param == 0.0 ? std::string("none") : "memory"; });
 
-
 // ---- bad programs: the same error code and PC on both backends, never a hang ----------------
 struct BadProgram {
   const char* name;
@@ -253,8 +251,8 @@ void PrintTo(const BadProgram& b, std::ostream* os) { *os << b.name; }
 // N (lanes) and LW (the first VMEM row a weight tile does not fit at).
 std::string fill(const std::string& t) {
   const auto& p = preset();
-  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n", p.chip.vmem_rows,
-                     p.mxu.acc_rows, p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1) +
+  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n", p.chip.vmem_rows, p.mxu.acc_rows,
+                     p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1) +
          t;
 }
 
@@ -348,7 +346,8 @@ TEST(Chip, CountersAddUp) {
     vmov 128, 0, 20, a_acc=1 wait=3 signal=4
     dma.st 128, 1000, 20, 1, 1 wait=4
     halt
-  )")).code);
+  )"))
+               .code);
   const auto r = rtl.run(100'000);
   ASSERT_TRUE(r.done);
   ASSERT_EQ(r.err, 0);
@@ -367,7 +366,6 @@ TEST(Chip, CountersAddUp) {
   EXPECT_EQ(rtl.counter(c::kInstrs), 7u);
   EXPECT_GT(rtl.counter(c::kUnitBase + 4 * 2 + 1), 0u) << "the vector queue waited on its semaphore";
 }
-
 
 // ---- matmul programs from the compiler, on the RTL, bit-exact with the host reference -------
 std::unique_ptr<tp::driver::Chip> rtl_chip() { return tp::driver::Chip::open(TP_PRESET, tp::driver::Backend::rtl); }

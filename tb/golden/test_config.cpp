@@ -101,7 +101,6 @@ TEST(Config, BadDefaultAndBadJson) {
             std::string::npos);
 }
 
-
 TEST(Config, ChipSectionIsValidated) {
   auto with_chip = [](const std::string& key, const std::string& value) {
     auto j = nlohmann::json::parse(with_ici());
@@ -110,8 +109,9 @@ TEST(Config, ChipSectionIsValidated) {
   };
   EXPECT_NE(error_of(with_chip("sublanes", "8")).find("presets.a.chip.sublanes: 8 exceeds vmem_banks (4)"),
             std::string::npos);
-  EXPECT_NE(error_of(with_chip("vmem_rows", "4095")).find("presets.a.chip.vmem_rows: 4095 is not a multiple of vmem_banks"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(with_chip("vmem_rows", "4095")).find("presets.a.chip.vmem_rows: 4095 is not a multiple of vmem_banks"),
+      std::string::npos);
   EXPECT_NE(error_of(with_chip("queue", "1")).find("presets.a.chip.queue: 1 is out of range"), std::string::npos);
   EXPECT_NE(error_of(with_chip("lanes", "4")).find("presets.a.chip.lanes: unknown key"), std::string::npos);
   EXPECT_NE(error_of(with_chip("memory", "\"dram\"")).find("presets.a.chip.memory: \"dram\" is neither"),
