@@ -50,9 +50,9 @@ module tp_chip
   logic [31:0]  host_addr_q;
   logic [W-1:0] host_data_q;
   logic [11:0]  host_off;
-  logic [6:0]   host_word;
+  logic [7:0]   host_word;  // up to 256 lanes: the window is 0x800..0xbff
   assign host_off  = csr_addr_i - 12'h800;
-  assign host_word = host_off[8:2];
+  assign host_word = host_off[9:2];
 
   logic [11:0] cnt_off;
   logic [4:0]  cnt_idx;
@@ -418,6 +418,6 @@ module tp_chip
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:8], cnt_off[2:0], host_off[11:9], host_off[1:0]};
+  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:8], cnt_off[2:0], host_off[11:10], host_off[1:0]};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

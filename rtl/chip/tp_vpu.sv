@@ -212,7 +212,7 @@ module tp_vpu
     end
   end
   assign out_free   = (out_valid_q & ~wr_fire) == '0;
-  assign take       = ops_ready && out_free;
+  assign take       = ops_ready && out_free && |live;  // no empty group past the last row
   assign moving_o   = take || (|wr_fire);
   assign idle_o     = !busy_q;
   assign cmpl_o     = busy_q && (|wr_fire) && (written_q + 32'(nfire) == rows_q);

@@ -194,6 +194,9 @@ Tiling plan_checked(const Preset& p, size_t index, const MatmulLayer& l) {
   Tiling t;
   t.kb = static_cast<uint32_t>(ceil_div(l.k, n));
   t.nb = static_cast<uint32_t>(ceil_div(l.n, n));
+  if (t.nb > 0xffff)  // the bias row is one dma.ld of nb beats (a 16-bit rows field)
+    throw CompileError(fmt::format("{}: {} output columns are {} tiles of {}, more than one bias load takes (65535)",
+                                   layer_name(index, l), l.n, t.nb, n));
   const uint64_t fixed = kWeightSlots * n + (l.bias ? t.nb : 0);
   const uint64_t per_row = 2 * uint64_t{t.kb} + 2;  // two A buffers and two output buffers
   const uint64_t by_vmem = p.chip.vmem_rows > fixed ? (p.chip.vmem_rows - fixed) / per_row : 0;

@@ -187,7 +187,7 @@ Err ChipModel::check(const isa::Instr& in) {
       break;
   }
   if (!is_vector(in.op)) return Err::illegal_opcode;  // not reached: decode knows every op
-  const bool use_b = vpu_uses_b(in.op), use_m = in.op == Op::vsel;
+  const bool use_b = vpu_uses_b(in.op), use_m = isa::uses_mask(in.op);
   const uint64_t rows = f.rows, b_rows = f.b_bcast ? 1 : rows;
   if (rows == 0) return Err::bad_field;
   if (f.dst + rows > vmem_rows) return Err::vmem_range;
@@ -359,7 +359,7 @@ void ChipModel::execute(unsigned q) {
 
 void ChipModel::exec_vector(const isa::Instr& in) {
   const isa::Fields& f = in.f;
-  const bool use_b = vpu_uses_b(in.op), use_m = in.op == Op::vsel;
+  const bool use_b = vpu_uses_b(in.op), use_m = isa::uses_mask(in.op);
   std::vector<uint32_t> out(n_);
   const auto vrow = [&](uint64_t r) { return std::span<const uint32_t>(&vmem_[r * n_], n_); };
   for (uint64_t i = 0; i < f.rows; ++i) {

@@ -42,7 +42,10 @@ uint64_t parse_u64(const std::string& text, const std::string& what) {
   size_t used = 0;
   uint64_t v = 0;
   try {
-    v = std::stoull(text, &used, 0);
+    // Decimal, or hex with 0x (as the assembler); a leading 0 is not octal.
+    const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    v = std::stoull(hex ? text.substr(2) : text, &used, hex ? 16 : 10);
+    if (hex) used += 2;
   } catch (const std::exception&) {
     used = 0;
   }

@@ -128,6 +128,8 @@ class ChipHarness {
   // is reset only once, when the harness starts (DRAM keeps its rows open and its refresh
   // schedule); before a later chip reset, the memory requests in flight drain.
   void reset() {
+    if (wedged_)
+      throw std::runtime_error("ChipHarness: the chip timed out on HBM with memory traffic in flight; open a new chip");
     if constexpr (kHbm) {
       if (started_) drain_memory();
       top_->hbm_rst_ni = started_ ? 1 : 0;
@@ -277,9 +279,15 @@ class ChipHarness {
     r.timed_out = !r.done;
     r.cycles = cycles_ - t0;
     if constexpr (kHbm) {
-      // Writes are posted: let them reach the DRAM before the host reads the memory back.
-      drain_memory();
-      dram_->check_refresh(cycles_);
+      if (r.timed_out) {
+        // The chip still runs and its memory traffic cannot be drained; the HBM cannot be reset
+        // under open rows either: this harness is done (reset() says so).
+        wedged_ = true;
+      } else {
+        // Writes are posted: let them reach the DRAM before the host reads the memory back.
+        drain_memory();
+        dram_->check_refresh(cycles_);
+      }
     }
     const uint32_t status = csr_read(0x004);
     if (status & 4u) {
@@ -450,6 +458,7 @@ class ChipHarness {
   std::unique_ptr<HbmDram<Top>> dram_;
   std::FILE* cmdlog_ = nullptr;
   bool started_ = false;
+  bool wedged_ = false;
   ChipStimulus stim_;
   std::mt19937_64 rng_;
   std::unique_ptr<VerilatedContext> ctx_;

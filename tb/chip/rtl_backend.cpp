@@ -39,7 +39,11 @@ class RtlChip final : public tp::driver::Chip {
   tp::driver::Status run(uint64_t timeout_cycles) override {
     if (!loaded_) throw tp::driver::DriverError("run: no program loaded");
     auto& h = harness();
-    h.reset();
+    try {
+      h.reset();
+    } catch (const std::runtime_error& e) {  // a chip that timed out on HBM
+      throw tp::driver::DriverError(e.what());
+    }
     h.load(code_);
     const auto hbm_before = h.hbm_counters();  // the HBM is not reset between runs: report deltas
     const auto r = h.run(timeout_cycles);

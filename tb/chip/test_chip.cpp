@@ -138,16 +138,19 @@ struct Gen {
   const tp::Preset& p;
   std::mt19937_64& rng;
   std::vector<tp::isa::Instr> code;
-  unsigned n, R, w0, in0, t0, u0;
+  unsigned n, R, w0, in0, t0, u0, c0;
   unsigned acc_rows_written[2] = {0, 0};
-  static constexpr uint64_t kOutBase = 8192, kOutStride = 512;
+  // HBM: random words everywhere below kOutBase; kConstBeat.. holds C, half its words zero (a
+  // mask for vsel that picks both ways); outputs from kOutBase on.
+  static constexpr uint64_t kConstBeat = 4000, kOutBase = 8192, kOutStride = 512;
 
   Gen(const tp::Preset& pr, std::mt19937_64& r) : p(pr), rng(r), n(pr.mxu.n) {
-    R = std::min<unsigned>({p.mxu.acc_rows / 2, (p.chip.vmem_rows - 2 * n) / 6, 48});
+    R = std::min<unsigned>({p.mxu.acc_rows / 2, (p.chip.vmem_rows - 2 * n) / 7, 48});
     w0 = 0;  // two weight tiles
     in0 = 2 * n;
     t0 = in0 + 2 * R;
     u0 = t0 + 2 * R;
+    c0 = u0 + 2 * R;  // C: R constant rows, operand b and the vsel mask
   }
   unsigned pick(unsigned lo, unsigned hi) { return std::uniform_int_distribution<unsigned>(lo, hi)(rng); }
   tp::isa::Instr& emit(tp::isa::Op op, unsigned wait = 0, unsigned signal = 0) {
@@ -163,7 +166,11 @@ struct Gen {
 
   tp::isa::Program program(unsigned iters) {
     using tp::isa::Op;
-    auto& wl = emit(Op::dma_ld, 0, kW).f;  // both weight tiles, once
+    // C, then both weight tiles, once. The load queue completes in order, so an IN load's
+    // signal also says that C is in.
+    auto& cl = emit(Op::dma_ld).f;
+    cl.vaddr = c0, cl.haddr = kConstBeat, cl.rows = R, cl.cols = 1, cl.hstride = 1;
+    auto& wl = emit(Op::dma_ld, 0, kW).f;
     wl.vaddr = w0, wl.haddr = 0, wl.rows = 2 * n, wl.cols = 1, wl.hstride = 1;
     static constexpr Op kBinary[] = {Op::vadd, Op::vsub,   Op::vmul,   Op::vmax,
                                      Op::vmin, Op::vcmplt, Op::vcmple, Op::vcmpeq};
@@ -189,7 +196,7 @@ struct Gen {
       if (i >= 2) fence(2, kFreeT, 0);
       const Op op1 = kBinary[pick(0, std::size(kBinary) - 1)];
       const bool bcast = pick(0, 1);
-      vec(op1, t, in, in + pick(0, k - 1) * bcast, k, false, bcast, 0, kLdV);
+      vec(op1, t, in, bcast ? c0 + pick(0, R - 1) : c0 + pick(0, R - k), k, false, bcast, 0, kLdV);
       vec(pick(0, 1) ? Op::vadd : Op::vmov, u, acc, in, k, true, true, 0, kMmV);
       fence(2, 0, kFreeAcc);
       for (unsigned j = pick(0, 3); j > 0; --j) {
@@ -197,7 +204,7 @@ struct Gen {
         const unsigned dst = pick(0, 1) ? t : u;
         vec(op, dst, dst, 0, k, false, false, op == Op::vscale ? static_cast<uint32_t>(rng()) : 0);
       }
-      if (pick(0, 1)) vec(Op::vsel, t, u, in, k, false, false, in);  // mask = IN rows
+      if (pick(0, 1)) vec(Op::vsel, t, u, in, k, false, false, c0 + pick(0, R - k));  // mask: C rows
       fence(2, 0, kFreeInV);
       fence(2, 0, kVS);
       // store
@@ -224,6 +231,9 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
   for (int trial = 0; trial < 6; ++trial) {
     Both both(stimulus(seed + trial, GetParam()));
     both.write(0, random_words(rng, 4100 * preset().mxu.n));
+    auto c = random_words(rng, 64 * preset().mxu.n);
+    for (auto& x : c) x = rng() % 2 ? x : 0u;
+    both.write(Gen::kConstBeat, c);
     Gen gen(preset(), rng);
     const unsigned iters = gen.pick(1, 8);
     const auto prog = gen.program(iters);
@@ -295,6 +305,25 @@ const BadProgram kBad[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Bad, ChipErrors, ::testing::ValuesIn(kBad),
                          [](const auto& p) { return std::string(p.param.name); });
+
+// Deadlock while the front end is stalled on a full queue (not halted): queue + 1 vector
+// instructions wait on semaphore 1, whose only signal comes after them and never gets fetched.
+// With one waiter fewer, the signal is fetched, the first waiter goes and the second waits
+// forever behind a halted front end.
+TEST(Chip, DeadlockWithTheFrontEndStalledOnAFullQueue) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  for (const unsigned waiters : {preset().chip.queue + 1, preset().chip.queue}) {
+    std::string text;
+    for (unsigned i = 0; i < waiters; ++i) text += fmt::format("vmov {}, 0, 1 wait=1\n", 8 + i);
+    text += "dma.ld 0, 0, 1, 1, 1 signal=1\nhalt\n";
+    Both both(stimulus(seed));
+    both.run(assemble(text), 100'000);
+    const std::string what = fmt::format("{} waiters on a queue of {}", waiters, preset().chip.queue);
+    both.expect_same(16, what);
+    EXPECT_EQ(tp::isa::err_name(static_cast<Err>(both.rtl_run.err)), "deadlock") << what;
+    EXPECT_EQ(both.rtl_run.pc, waiters > preset().chip.queue ? 0u : 1u) << what;
+  }
+}
 
 // A memory error on a DMA read stops the chip with mem_error at the DMA's PC (RTL only: the
 // interpreter's memory has no faults).
