@@ -207,7 +207,7 @@ module tp_mem_hbm #(
     logic [KW-1:0]  k_q;  // bursts of the head beat sent
 
     assign q_empty[c] = !h_valid;
-    tp_fifo #(.Width(QW), .Depth(2)) u_beats (
+    tp_fifo #(.Width(QW), .Depth(4)) u_beats (
       .clk_i,
       .rst_ni,
       .valid_i (fire_req && pc == CB'(c)),
