@@ -13,6 +13,7 @@
 
 #include "compiler.h"
 #include "driver.h"
+#include "hbm_device.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod chip benchmark: compiled matmuls on the Verilated chip against the roofline"};
@@ -42,10 +43,12 @@ int main(int argc, char** argv) {
         const double flops = 2.0 * double(s) * double(s) * double(s);
         const double peak = 2.0 * double(n * n);
         // The memory interface: the chip's port (a beat of 4n bytes a cycle), or on HBM the
-        // pseudo-channels' data buses if they are narrower (32 bytes per 2-cycle burst each).
+        // pseudo-channels' data buses if they are narrower (32 data bytes per burst each, a burst
+        // taking the device model's burst_cycles on the bus).
         const bool hbm = p.chip.memory == "hbm";
         const double nc = double(p.hbm.channels * p.hbm.pseudo_channels);
-        const double bytes_per_cycle = hbm ? std::min(4.0 * double(n), 16.0 * nc) : 4.0 * double(n);
+        const double bus = nc * 32.0 / double(tp::golden::HbmTiming{}.burst_cycles);
+        const double bytes_per_cycle = hbm ? std::min(4.0 * double(n), bus) : 4.0 * double(n);
         const double compulsory = 4.0 * 3.0 * double(s) * double(s);
         const double roofline = std::max(flops / peak, compulsory / bytes_per_cycle);
         const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
