@@ -1,9 +1,15 @@
 # Thin wrapper around CMake + CTest. Every target installs missing Debian packages first.
-#   make sim   [PRESET=<name>] [ARGS="--matmul 512x256x1024 --bias --relu"]
-#                                                       an MLP (or ARGS) on the Verilated chip and
+#   make sim   [POD=<name>] [ARGS="--matmul 128x64x64"]  the pod demo: a data-parallel matmul on a
+#                                                       slice of Verilated chips in the SystemC pod
+#                                                       and on the golden pod, compared (POD=1x1:
+#                                                       one chip; pods in configs/pods.json)
+#   make sim-chip [PRESET=<name>] [ARGS="--matmul 512x256x1024 --bias --relu"]
+#                                                       an MLP (or ARGS) on one Verilated chip and
 #                                                       on the golden interpreter, compared
 #   make test                                           the regression (tiny, small, odd presets)
-#   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>]   rerun one test with FST waves
+#   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>] [CHIP=<x,y>]
+#                                                       rerun one test with FST waves (a pod
+#                                                       test: every chip's, or chip x,y's)
 #   make lint                                           verilator --lint-only -Wall, every top
 #   make bench                                          build/reports/{mxu,ici,hbm,chip}.json, ici.svg
 SHELL  := /bin/bash
@@ -11,9 +17,10 @@ SHELL  := /bin/bash
 BUILD  ?= build
 JOBS   ?= 2
 PRESET ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/presets.json)
+POD    ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/pods.json)
 ARGS   ?=
 
-.PHONY: all deps configure sim test wave lint bench format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench format clean
 all: test
 
 deps:
@@ -25,22 +32,30 @@ configure: deps
 	  || { cat $(BUILD)/configure.log; echo "make: configuring failed (log: $(BUILD)/configure.log)"; exit 1; }
 
 sim: configure
-	@grep -q '"$(PRESET)": *{' configs/presets.json || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/presets.json | tr '\n' ' '))"; exit 2; }
-	@echo "make sim: building the tensorpod tool with the Verilated chip (log: $(BUILD)/sim-build.log)"
+	@grep -q '"$(POD)": *{' configs/pods.json || { echo "make sim: unknown pod '$(POD)' (known pods: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/pods.json | tr '\n' ' '))"; exit 2; }
+	@echo "make sim: building the tensorpod tool with the Verilated chips and the SystemC pod (log: $(BUILD)/sim-build.log)"
 	@cmake --build $(BUILD) --target tensorpod -j $(JOBS) > $(BUILD)/sim-build.log 2>&1 \
 	  || { tail -40 $(BUILD)/sim-build.log; echo "make sim: the build failed (log: $(BUILD)/sim-build.log)"; exit 1; }
 	@mkdir -p $(BUILD)/reports
-	@$(BUILD)/sw/tensorpod run --backend both --config $(PRESET) $(if $(ARGS),$(ARGS),--demo) --report $(BUILD)/reports/sim.json
+	@$(BUILD)/sw/tensorpod pod --backend both --pod $(POD) $(if $(ARGS),$(ARGS),--demo) --report $(BUILD)/reports/sim.json
+
+sim-chip: configure
+	@grep -q '"$(PRESET)": *{' configs/presets.json || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/presets.json | tr '\n' ' '))"; exit 2; }
+	@echo "make sim-chip: building the tensorpod tool with the Verilated chip (log: $(BUILD)/sim-build.log)"
+	@cmake --build $(BUILD) --target tensorpod -j $(JOBS) > $(BUILD)/sim-build.log 2>&1 \
+	  || { tail -40 $(BUILD)/sim-build.log; echo "make sim: the build failed (log: $(BUILD)/sim-build.log)"; exit 1; }
+	@mkdir -p $(BUILD)/reports
+	@$(BUILD)/sw/tensorpod run --backend both --config $(PRESET) $(if $(ARGS),$(ARGS),--demo) --report $(BUILD)/reports/sim-chip.json
 
 test: configure
 	@cmake --build $(BUILD) --target tests -j $(JOBS)
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
 
 wave: configure
-	@test -n "$(TEST)" || { echo "usage: make wave TEST=<test name> [SEED=<n>] [PRESET=<name>]"; exit 2; }
+	@test -n "$(TEST)" || { echo "usage: make wave TEST=<test name> [SEED=<n>] [PRESET=<name>] [CHIP=<x,y>]"; exit 2; }
 	@scripts/install-deps.sh gtkwave
 	@cmake --build $(BUILD) --target tests -j $(JOBS) | grep -v '^\[' || true
-	@scripts/wave.sh "$(BUILD)" "$(TEST)" "$(SEED)" "$(PRESET)"
+	@scripts/wave.sh "$(BUILD)" "$(TEST)" "$(SEED)" "$(PRESET)" "$(CHIP)"
 
 lint: configure
 	@cmake --build $(BUILD) --target lint

@@ -15,6 +15,11 @@ set(TP_RTL_CHIP
   ${TP_GEN_DIR}/tp_isa_pkg.sv
   ${TP_RTL_MXU}
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_pkg.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_link_tx.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_link_rx.sv
+  ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_router.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_ici_unit.sv
   ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_pkg.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_vmem.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_rd_stream.sv
@@ -41,6 +46,12 @@ set(TP_VERILATOR_ARGS -Wall --assert -O2 --x-assign unique --x-initial unique
 # The MXU's arrays must stay C++ loops (docs/mxu.md); the router's small loops over ports and
 # VCs are better unrolled, so it gets Verilator's default unrolling.
 set(TP_VERILATOR_ARGS_ICI -Wall --assert -O2 --x-assign unique --x-initial unique)
+# The chip holds both: the MXU's loops (long bodies) stay loops while the router's and the ICI
+# unit's loops (short bodies, non-blocking assignments to arrays, which Verilator 5.006 only
+# takes unrolled) unroll: a statement limit between the two (the MXU at n = 32 grows from 5.8 k
+# to 7 k lines of C++ with it, the router unrolls as in its own model).
+set(TP_VERILATOR_ARGS_CHIP -Wall --assert -O2 --x-assign unique --x-initial unique
+    --unroll-count 256 --unroll-stmts 8000)
 
 # tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...] [ARGS ...])
 function(tp_verilate lib)
@@ -200,6 +211,13 @@ function(tp_chip_params preset out)
     tp_preset_get(v ${preset} chip ${key})
     list(APPEND p -G${param}=${v})
   endforeach()
+  foreach(pair vcs:IciVcs buf_flits:IciBuf flit_bits:IciFlitW replay_flits:IciReplay)
+    string(REPLACE ":" ";" kv ${pair})
+    list(GET kv 0 key)
+    list(GET kv 1 param)
+    tp_preset_get(v ${preset} ici ${key})
+    list(APPEND p -G${param}=${v})
+  endforeach()
   set(${out} ${p} PARENT_SCOPE)
 endfunction()
 
@@ -222,7 +240,8 @@ function(tp_chip_model preset)
     tp_verilate(rtl_chip_${preset} TOP tp_chip_hbm PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP_HBM}
                 PARAMS ${params} ${hbm_params} -GNC=${nc} ARGS ${TP_VERILATOR_ARGS_ICI})
   else()
-    tp_verilate(rtl_chip_${preset} TOP tp_chip PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP} PARAMS ${params})
+    tp_verilate(rtl_chip_${preset} TOP tp_chip PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP} PARAMS ${params}
+                ARGS ${TP_VERILATOR_ARGS_CHIP})
   endif()
 endfunction()
 

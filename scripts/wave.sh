@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# make wave TEST=<test> [SEED=<n>] [PRESET=<name>]: rerun one GoogleTest with FST tracing into
-# <build>/waves/. TEST is a GoogleTest name ("Mxu.MatmulIdentity") or a CTest name with the
-# preset in front ("tiny.Mxu.MatmulIdentity").
+# make wave TEST=<test> [SEED=<n>] [PRESET=<name>] [CHIP=x,y]: rerun one GoogleTest with FST
+# tracing into <build>/waves/. TEST is a GoogleTest name ("Mxu.MatmulIdentity") or a CTest name
+# with the preset in front ("tiny.Mxu.MatmulIdentity"). A pod test ("Pod.Random2x2") writes one
+# FST per chip, or only chip x,y's with CHIP.
 set -euo pipefail
-build=$1 test=$2 seed=${3:-} preset=${4:-}
+build=$1 test=$2 seed=${3:-} preset=${4:-} chip=${5:-}
 
 # A CTest name carries the preset first; otherwise PRESET (the default preset unless given).
 first=${test%%.*}
@@ -25,10 +26,13 @@ for bin in "${bins[@]}"; do
     echo "wave: $(basename "$bin") --gtest_filter=$test${seed:+ TP_SEED=$seed}"
     status=0
     [ -n "$seed" ] && export TP_SEED=$seed
+    [ -n "$chip" ] && export TP_WAVE_CHIP=$chip
     TP_WAVES="$build/waves" "$bin" --gtest_filter="$test" || status=$?
     # The GTKWave template of the block the test drives.
-    case "$(basename "$bin")" in test_chip_*) tmpl=scripts/chip.gtkw ;; *) tmpl=scripts/mxu.gtkw ;; esac
+    case "$(basename "$bin")" in test_chip_* | test_pod) tmpl=scripts/chip.gtkw ;; *) tmpl=scripts/mxu.gtkw ;; esac
     pattern=${test//\*/}
+    # A pod test's chips carry their own preset in the file name.
+    [ "$(basename "$bin")" = test_pod ] && preset="*"
     for fst in $(find "$build/waves" -name "$preset.${pattern//\//_}*.fst" -newer "$bin"); do
       gtkw=${fst%.fst}.gtkw
       if command -v fst2vcd >/dev/null; then

@@ -1,7 +1,10 @@
-// One tensorpod chip (docs/chip.md): core, MXU unit + MXU, vector unit, load and store DMA,
-// banked VMEM, the memory port (HBM side) and the host's control and status registers.
+// One tensorpod chip (docs/chip.md, docs/pod.md): core, MXU unit + MXU, vector unit, load and
+// store DMA, the ICI unit and the torus router with its four links, banked VMEM, the memory port
+// (HBM side) and the host's control and status registers (the map is generated from
+// sw/isa/hw.json into tp_isa_pkg: Csr*, Cnt*).
 module tp_chip
   import tp_isa_pkg::*;
+  import tp_ici_pkg::*;
 #(
   parameter int unsigned N         = 8,
   parameter int unsigned AccRows   = 64,
@@ -11,7 +14,16 @@ module tp_chip
   parameter int unsigned ImemWords = 1024,
   parameter int unsigned Queue     = 4,
   parameter int unsigned HbmBeats  = 65536,
-  localparam int unsigned W        = N * 32
+  // the ICI router (preset section ici)
+  parameter int unsigned IciVcs    = 2,
+  parameter int unsigned IciBuf    = 4,
+  parameter int unsigned IciFlitW  = 32,
+  parameter int unsigned IciReplay = 16,
+  localparam int unsigned W        = N * 32,
+  localparam int unsigned IVW      = (IciVcs > 1) ? $clog2(IciVcs) : 1,
+  localparam int unsigned IFW      = 2 + IVW + 4 * CW + HOPW + IciFlitW,
+  localparam int unsigned ILW      = IFW + SEQW + CRCW,
+  localparam int unsigned IRVW     = SEQW + ERRW + IciVcs * CNTW + CRCW
 ) (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -34,9 +46,18 @@ module tp_chip
   input  logic         mem_rsp_write_i,
   input  logic [3:0]   mem_rsp_id_i,
   input  logic [W-1:0] mem_rsp_rdata_i,
-  input  logic         mem_rsp_err_i
+  input  logic         mem_rsp_err_i,
+  // ICI links, indexed P_N, P_S, P_E, P_W (tp_ici_router): link words out and in, reverse words
+  output logic            ici_tx_valid_o [4],
+  output logic [ILW-1:0]  ici_tx_data_o  [4],
+  input  logic            ici_rx_valid_i [4],
+  input  logic [ILW-1:0]  ici_rx_data_i  [4],
+  output logic [IRVW-1:0] ici_rv_out_o   [4],
+  input  logic [IRVW-1:0] ici_rv_in_i    [4],
+  output logic            ici_busy_o,  // the network interface has flits in flight (sent or received)
+  output logic            waiting_o    // STATUS.waiting: in a pod, every queue waits and nothing moves
 );
-  localparam int unsigned NCnt = 25;
+  localparam int unsigned NCnt = NumCounters;
 
   // ---- host registers -----------------------------------------------------------------------
   logic        start, running, done, error;
@@ -51,16 +72,16 @@ module tp_chip
   logic [W-1:0] host_data_q;
   logic [11:0]  host_off;
   logic [7:0]   host_word;  // up to 256 lanes: the window is 0x800..0xbff
-  assign host_off  = csr_addr_i - 12'h800;
+  assign host_off  = csr_addr_i - CsrHostData;
   assign host_word = host_off[9:2];
 
   logic [11:0] cnt_off;
-  logic [4:0]  cnt_idx;
-  assign cnt_off = csr_addr_i - 12'h100;
-  assign cnt_idx = cnt_off[7:3];
+  logic [5:0]  cnt_idx;
+  assign cnt_off = csr_addr_i - CsrCounter;
+  assign cnt_idx = cnt_off[8:3];
   assign csr_wr  = csr_valid_i && csr_write_i;
-  assign start   = csr_wr && csr_addr_i == 12'h000 && csr_wdata_i[0];
-  assign imem_we = csr_wr && csr_addr_i == 12'h024;
+  assign start   = csr_wr && csr_addr_i == CsrCtrl && csr_wdata_i[0];
+  assign imem_we = csr_wr && csr_addr_i == CsrImemData3;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       prog_len_q  <= '0;
@@ -68,12 +89,12 @@ module tp_chip
       imem_data_q <= '0;
     end else if (csr_wr) begin
       case (csr_addr_i)
-        12'h010: prog_len_q <= csr_wdata_i;
-        12'h014: imem_addr_q <= csr_wdata_i;
-        12'h018: imem_data_q[0] <= csr_wdata_i;
-        12'h01c: imem_data_q[1] <= csr_wdata_i;
-        12'h020: imem_data_q[2] <= csr_wdata_i;
-        12'h024: imem_addr_q <= imem_addr_q + 1;
+        CsrProgLen:   prog_len_q <= csr_wdata_i;
+        CsrImemAddr:  imem_addr_q <= csr_wdata_i;
+        CsrImemData0: imem_data_q[0] <= csr_wdata_i;
+        CsrImemData1: imem_data_q[1] <= csr_wdata_i;
+        CsrImemData2: imem_data_q[2] <= csr_wdata_i;
+        CsrImemData3: imem_addr_q <= imem_addr_q + 1;
         default: ;
       endcase
     end
@@ -81,18 +102,28 @@ module tp_chip
   always_comb begin
     csr_rdata_o = '0;
     case (csr_addr_i)
-      12'h004: csr_rdata_o = {29'b0, error, done, running};
-      12'h008: csr_rdata_o = {24'b0, err_code};
-      12'h00c: csr_rdata_o = err_pc;
-      12'h010: csr_rdata_o = prog_len_q;
-      12'h014: csr_rdata_o = imem_addr_q;
-      12'h028: csr_rdata_o = {8'b0, 8'(IsaVersion), 16'(N)};
-      12'h030: csr_rdata_o = host_addr_q;
-      12'h038: csr_rdata_o = {30'b0, host_err_q, host_busy_q};
+      CsrStatus:     csr_rdata_o = {28'b0, waiting, error, done, running};
+      CsrErrCode:    csr_rdata_o = {24'b0, err_code};
+      CsrErrPc:      csr_rdata_o = err_pc;
+      CsrProgLen:    csr_rdata_o = prog_len_q;
+      CsrImemAddr:   csr_rdata_o = imem_addr_q;
+      CsrInfo:       csr_rdata_o = {8'b0, 8'(IsaVersion), 16'(N)};
+      CsrHostAddr:   csr_rdata_o = host_addr_q;
+      CsrHostStatus: csr_rdata_o = {30'b0, host_err_q, host_busy_q};
+      CsrWaitPc:     csr_rdata_o = wait_pc;
+      CsrIciTorus:   csr_rdata_o = {18'b0, ky_q, 2'b0, kx_q};
+      CsrIciCoord:   csr_rdata_o = {19'b0, my_y_q, 3'b0, my_x_q};
+      CsrIciSlice0:  csr_rdata_o = {19'b0, sy0_q, 3'b0, sx0_q};
+      CsrIciSlice1:  csr_rdata_o = {18'b0, sh_q, 2'b0, sw_q};
+      CsrIciFault0:  csr_rdata_o = {16'b0, fault_q[0]};
+      CsrIciFault1:  csr_rdata_o = {16'b0, fault_q[1]};
+      CsrIciFault2:  csr_rdata_o = {16'b0, fault_q[2]};
+      CsrIciFault3:  csr_rdata_o = {16'b0, fault_q[3]};
+      CsrIciStatus:  csr_rdata_o = {28'b0, ici_busy_o, r_err_inj, r_err_slice, r_err_cfg};
       default: begin
-        if (csr_addr_i >= 12'h100 && csr_addr_i < 12'h100 + 12'(8 * NCnt)) begin
+        if (csr_addr_i >= CsrCounter && csr_addr_i < CsrCounter + 12'(8 * NCnt)) begin
           csr_rdata_o = csr_addr_i[2] ? cnt[cnt_idx][63:32] : cnt[cnt_idx][31:0];
-        end else if (csr_addr_i >= 12'h800 && csr_addr_i < 12'h800 + 12'(4 * N)) begin
+        end else if (csr_addr_i >= CsrHostData && csr_addr_i < CsrHostData + 12'(4 * N)) begin
           csr_rdata_o = host_data_q[32 * host_word +: 32];
         end
       end
@@ -100,12 +131,54 @@ module tp_chip
   end
   assign done_o = done;
 
+  // ICI registers: written by the host before a run, ignored while the chip runs.
+  logic [CW:0]   kx_q, ky_q, sw_q, sh_q;
+  logic [CW-1:0] my_x_q, my_y_q, sx0_q, sy0_q;
+  logic [15:0]   fault_q [4];
+  logic          pod;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      kx_q   <= 6'd1;
+      ky_q   <= 6'd1;
+      my_x_q <= '0;
+      my_y_q <= '0;
+      sx0_q  <= '0;
+      sy0_q  <= '0;
+      sw_q   <= 6'd1;
+      sh_q   <= 6'd1;
+      for (int p = 0; p < 4; p++) fault_q[p] <= '0;
+    end else if (csr_wr) begin
+      if (!running) begin
+        case (csr_addr_i)
+          CsrIciTorus:  {ky_q, kx_q} <= {csr_wdata_i[13:8], csr_wdata_i[5:0]};
+          CsrIciCoord:  {my_y_q, my_x_q} <= {csr_wdata_i[12:8], csr_wdata_i[4:0]};
+          CsrIciSlice0: {sy0_q, sx0_q} <= {csr_wdata_i[12:8], csr_wdata_i[4:0]};
+          CsrIciSlice1: {sh_q, sw_q} <= {csr_wdata_i[13:8], csr_wdata_i[5:0]};
+          default: ;
+        endcase
+      end
+      case (csr_addr_i)
+        CsrIciFault0: fault_q[0] <= csr_wdata_i[15:0];
+        CsrIciFault1: fault_q[1] <= csr_wdata_i[15:0];
+        CsrIciFault2: fault_q[2] <= csr_wdata_i[15:0];
+        CsrIciFault3: fault_q[3] <= csr_wdata_i[15:0];
+        default: ;
+      endcase
+    end
+  end
+  assign pod = (sw_q != 6'd1) || (sh_q != 6'd1);
+
   // ---- core ---------------------------------------------------------------------------------
-  logic [3:0]  u_start, u_ready, u_idle, u_cmpl, u_moving;
-  instr_t      u_instr [4];
-  logic [31:0] u_pc [4];
-  logic [3:0]  u_sig [4];
-  logic [63:0] cnt_unit [4][4];
+  localparam int unsigned NQ = NumQueues;
+  logic [NQ-1:0] u_start, u_ready, u_idle, u_cmpl, u_moving;
+  instr_t      u_instr [NQ];
+  logic [31:0] u_pc [NQ];
+  logic [3:0]  u_sig [NQ];
+  logic [63:0] cnt_unit [NQ][4];
+  logic        waiting, ici_err;
+  logic [7:0]  ici_err_code;
+  logic [31:0] wait_pc, ici_err_pc;
+  logic [3:0]  rsig;
   logic [63:0] cnt_cycles, cnt_instrs;
   logic        ld_err, st_err;
   logic [31:0] ld_err_pc, st_err_pc;
@@ -135,14 +208,22 @@ module tp_chip
     .u_moving_i   (u_moving),
     .mem_err_i    (ld_err || st_err),
     .mem_err_pc_i (ld_err ? ld_err_pc : st_err_pc),
+    .unit_err_i      (ici_err),
+    .unit_err_code_i (ici_err_code),
+    .unit_err_pc_i   (ici_err_pc),
+    .rsig_i       (rsig),
+    .pod_i        (pod),
+    .waiting_o    (waiting),
+    .wait_pc_o    (wait_pc),
     .cnt_unit_o   (cnt_unit),
     .cnt_cycles_o (cnt_cycles),
     .cnt_instrs_o (cnt_instrs)
   );
+  assign waiting_o = waiting;
 
-  // ---- VMEM: reads 0 MXU rows, 1 MXU weights, 2 store, 3.. vector (a, b, mask per sublane);
-  //      writes 0 load, 1.. vector (one per sublane)
-  localparam int unsigned NR = 3 + 3 * Sublanes, NW = 1 + Sublanes;
+  // ---- VMEM: reads 0 MXU rows, 1 MXU weights, 2 store, 3.. vector (a, b, mask per sublane),
+  //      last the ICI unit's sends; writes 0 load, 1.. vector (one per sublane), last ICI arrivals
+  localparam int unsigned NR = 3 + 3 * Sublanes + 1, NW = 1 + Sublanes + 1;
   logic [NR-1:0] v_rd_req, v_rd_gnt, v_rd_rvalid;
   logic [19:0]   v_rd_addr [NR];
   logic [W-1:0]  v_rd_rdata [NR];
@@ -219,8 +300,8 @@ module tp_chip
       host_err_q   <= 1'b0;
       host_addr_q  <= '0;
     end else begin
-      if (csr_wr && csr_addr_i == 12'h030 && !host_busy_q) host_addr_q <= csr_wdata_i;  // held while busy
-      if (csr_wr && csr_addr_i == 12'h034 && !host_busy_q && (csr_wdata_i[1:0] == 2'd1 || csr_wdata_i[1:0] == 2'd2))
+      if (csr_wr && csr_addr_i == CsrHostAddr && !host_busy_q) host_addr_q <= csr_wdata_i;  // held while busy
+      if (csr_wr && csr_addr_i == CsrHostCmd && !host_busy_q && (csr_wdata_i[1:0] == 2'd1 || csr_wdata_i[1:0] == 2'd2))
       begin
         if (host_addr_q >= HbmBeats) begin
           host_err_q <= 1'b1;  // past the end of memory: refused, nothing sent
@@ -239,7 +320,7 @@ module tp_chip
     end
   end
   always_ff @(posedge clk_i) begin
-    if (csr_wr && csr_addr_i >= 12'h800 && csr_addr_i < 12'h800 + 12'(4 * N) && !host_busy_q)
+    if (csr_wr && csr_addr_i >= CsrHostData && csr_addr_i < CsrHostData + 12'(4 * N) && !host_busy_q)
       host_data_q[32 * host_word +: 32] <= csr_wdata_i;
     if (host_rsp && !host_write_q) host_data_q <= mem_rsp_rdata_i;
   end
@@ -384,40 +465,144 @@ module tp_chip
     .cmpl_o          (u_cmpl[2]),
     .cmpl_sig_o      (u_sig[2]),
     .moving_o        (u_moving[2]),
-    .rd_req_o        (v_rd_req[NR-1:3]),
-    .rd_addr_o       (v_rd_addr[3:NR-1]),
-    .rd_gnt_i        (v_rd_gnt[NR-1:3]),
-    .rd_rvalid_i     (v_rd_rvalid[NR-1:3]),
-    .rd_rdata_i      (v_rd_rdata[3:NR-1]),
+    .rd_req_o        (v_rd_req[NR-2:3]),
+    .rd_addr_o       (v_rd_addr[3:NR-2]),
+    .rd_gnt_i        (v_rd_gnt[NR-2:3]),
+    .rd_rvalid_i     (v_rd_rvalid[NR-2:3]),
+    .rd_rdata_i      (v_rd_rdata[3:NR-2]),
     .acc_rd_valid_o  (acc_rd_valid),
     .acc_rd_ready_i  (acc_rd_ready),
     .acc_rd_addr_o   (acc_rd_addr),
     .acc_rsp_valid_i (acc_rsp_valid),
     .acc_rsp_data_i  (acc_rsp_data),
-    .wr_req_o        (v_wr_req[NW-1:1]),
-    .wr_addr_o       (v_wr_addr[1:NW-1]),
-    .wr_data_o       (v_wr_data[1:NW-1]),
-    .wr_gnt_i        (v_wr_gnt[NW-1:1]),
+    .wr_req_o        (v_wr_req[NW-2:1]),
+    .wr_addr_o       (v_wr_addr[1:NW-2]),
+    .wr_data_o       (v_wr_data[1:NW-2]),
+    .wr_gnt_i        (v_wr_gnt[NW-2:1]),
     .cnt_rows_o      (vpu_rows)
   );
   assign u_ready[2] = u_idle[2];
 
-  // ---- counters (docs/chip.md) --------------------------------------------------------------
+  // ---- ICI: the unit (fifth queue) and the router ------------------------------------------
+  logic           inj_valid, inj_ready, ej_valid, ej_ready, r_refused;
+  logic [IFW-1:0] inj_flit, ej_flit;
+  logic           r_err_slice, r_err_cfg, r_err_inj, rx_busy;
+  logic [31:0]    r_flits [NPORTS], r_cstall [NPORTS];
+  logic [31:0]    r_retx [4], r_crc [4], r_dropped [4], r_rv_bad [4], r_faults [4], r_refused_cnt;
+  logic [63:0]    ici_sent, ici_recv;
+  logic           send_idle;
+  tp_ici_unit #(.W(W), .V(IciVcs), .FlitW(IciFlitW)) u_ici (
+    .clk_i,
+    .rst_ni,
+    .start_i          (u_start[UnitIci]),
+    .instr_i          (u_instr[UnitIci]),
+    .pc_i             (u_pc[UnitIci]),
+    .idle_o           (send_idle),
+    .cmpl_o           (u_cmpl[UnitIci]),
+    .cmpl_sig_o       (u_sig[UnitIci]),
+    .moving_o         (u_moving[UnitIci]),
+    .err_o            (ici_err),
+    .err_code_o       (ici_err_code),
+    .err_pc_o         (ici_err_pc),
+    .cfg_ok_i         (!r_err_cfg),
+    .my_x_i           (my_x_q),
+    .my_y_i           (my_y_q),
+    .slice_x0_i       (sx0_q),
+    .slice_y0_i       (sy0_q),
+    .slice_w_i        (sw_q),
+    .slice_h_i        (sh_q),
+    .rd_req_o         (v_rd_req[NR-1]),
+    .rd_addr_o        (v_rd_addr[NR-1]),
+    .rd_gnt_i         (v_rd_gnt[NR-1]),
+    .rd_rvalid_i      (v_rd_rvalid[NR-1]),
+    .rd_rdata_i       (v_rd_rdata[NR-1]),
+    .wr_req_o         (v_wr_req[NW-1]),
+    .wr_addr_o        (v_wr_addr[NW-1]),
+    .wr_data_o        (v_wr_data[NW-1]),
+    .wr_gnt_i         (v_wr_gnt[NW-1]),
+    .rsig_o           (rsig),
+    .inj_valid_o      (inj_valid),
+    .inj_ready_i      (inj_ready),
+    .inj_flit_o       (inj_flit),
+    .ej_valid_i       (ej_valid),
+    .ej_ready_o       (ej_ready),
+    .ej_flit_i        (ej_flit),
+    .rx_busy_o        (rx_busy),
+    .cnt_bytes_sent_o (ici_sent),
+    .cnt_bytes_recv_o (ici_recv)
+  );
+  assign u_idle[UnitIci]  = send_idle;
+  assign u_ready[UnitIci] = send_idle;
+  assign ici_busy_o       = !send_idle || rx_busy || inj_valid || ej_valid;
+
+  tp_ici_router #(.V(IciVcs), .B(IciBuf), .FlitW(IciFlitW), .R(IciReplay)) u_router (
+    .clk_i,
+    .rst_ni,
+    .kx_i               (kx_q),
+    .ky_i               (ky_q),
+    .my_x_i             (my_x_q),
+    .my_y_i             (my_y_q),
+    .slice_x0_i         (sx0_q),
+    .slice_y0_i         (sy0_q),
+    .slice_w_i          (sw_q),
+    .slice_h_i          (sh_q),
+    .tx_valid_o         (ici_tx_valid_o),
+    .tx_data_o          (ici_tx_data_o),
+    .rx_valid_i         (ici_rx_valid_i),
+    .rx_data_i          (ici_rx_data_i),
+    .rv_out_o           (ici_rv_out_o),
+    .rv_in_i            (ici_rv_in_i),
+    .fault_rate_i       (fault_q),
+    .inj_valid_i        (inj_valid),
+    .inj_ready_o        (inj_ready),
+    .inj_flit_i         (inj_flit),
+    .ej_valid_o         (ej_valid),
+    .ej_ready_i         (ej_ready),
+    .ej_flit_o          (ej_flit),
+    .refused_o          (r_refused),
+    .err_slice_o        (r_err_slice),
+    .err_cfg_o          (r_err_cfg),
+    .err_inj_o          (r_err_inj),
+    .cnt_flits_o        (r_flits),
+    .cnt_credit_stall_o (r_cstall),
+    .cnt_retx_o         (r_retx),
+    .cnt_crc_err_o      (r_crc),
+    .cnt_dropped_o      (r_dropped),
+    .cnt_rv_bad_o       (r_rv_bad),
+    .cnt_faults_o       (r_faults),
+    .cnt_refused_o      (r_refused_cnt)
+  );
+
+  // ---- counters (sw/isa/hw.json; docs/chip.md) ------------------------------------------------
   always_comb begin
-    cnt[0] = cnt_cycles;
-    for (int q = 0; q < 4; q++) for (int k = 0; k < 4; k++) cnt[1 + 4 * q + k] = cnt_unit[q][k];
-    cnt[17] = bytes_ld;
-    cnt[18] = bytes_st;
-    cnt[19] = mxu_rows;
-    cnt[20] = mxu_busy;
-    cnt[21] = cnt_instrs;
-    cnt[22] = vpu_rows;
-    cnt[23] = cnt_conflicts;
-    cnt[24] = mxu_macs;
+    for (int k = 0; k < int'(NCnt); k++) cnt[k] = '0;
+    cnt[CntCycles] = cnt_cycles;
+    for (int q = 0; q < 4; q++) for (int k = 0; k < 4; k++) cnt[CntLoadBusy + 4 * q + k] = cnt_unit[q][k];
+    for (int k = 0; k < 4; k++) cnt[CntIciBusy + k] = cnt_unit[UnitIci][k];
+    cnt[CntBytesLoaded]     = bytes_ld;
+    cnt[CntBytesStored]     = bytes_st;
+    cnt[CntMxuRows]         = mxu_rows;
+    cnt[CntMxuArrayBusy]    = mxu_busy;
+    cnt[CntInstructions]    = cnt_instrs;
+    cnt[CntVecRows]         = vpu_rows;
+    cnt[CntVmemConflicts]   = cnt_conflicts;
+    cnt[CntMxuMacs]         = mxu_macs;
+    cnt[CntIciBytesSent]    = ici_sent;
+    cnt[CntIciBytesReceived] = ici_recv;
+    cnt[CntIciRefused]      = 64'(r_refused_cnt);
+    for (int p = 0; p < 4; p++) begin
+      cnt[CntIciFlitsN + p]       = 64'(r_flits[p]);
+      cnt[CntIciRetxN + p]        = 64'(r_retx[p]);
+      cnt[CntIciCreditStallN + p] = 64'(r_cstall[p]);
+      cnt[CntIciCrcErrN + p]      = 64'(r_crc[p]);
+    end
+    cnt[CntIciFlitsLocal] = 64'(r_flits[P_L]);
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:8], cnt_off[2:0], host_off[11:10], host_off[1:0]};
+  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:9], cnt_off[2:0], host_off[11:10], host_off[1:0], r_refused,
+                       r_cstall[P_L], r_dropped[0], r_dropped[1], r_dropped[2], r_dropped[3], r_rv_bad[0],
+                       r_rv_bad[1], r_rv_bad[2], r_rv_bad[3], r_faults[0], r_faults[1], r_faults[2], r_faults[3]};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

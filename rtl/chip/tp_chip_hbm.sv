@@ -5,7 +5,9 @@
 // The HBM controllers have their own reset (hbm_rst_ni): the host may reset the chip between programs
 // (after mem_idle_o, so that no response is in flight) while the memory keeps its contents, its
 // open rows and its refresh schedule, as DRAM must.
-module tp_chip_hbm #(
+module tp_chip_hbm
+  import tp_ici_pkg::*;
+#(
   parameter int unsigned N         = 8,
   parameter int unsigned AccRows   = 64,
   parameter int unsigned VmemRows  = 1024,
@@ -14,6 +16,10 @@ module tp_chip_hbm #(
   parameter int unsigned ImemWords = 1024,
   parameter int unsigned Queue     = 4,
   parameter int unsigned HbmBeats  = 65536,
+  parameter int unsigned IciVcs    = 2,
+  parameter int unsigned IciBuf    = 4,
+  parameter int unsigned IciFlitW  = 32,
+  parameter int unsigned IciReplay = 16,
   // the HBM subsystem (tp_hbm)
   parameter int unsigned NC = 2,
   parameter int unsigned QD = 8,
@@ -28,7 +34,10 @@ module tp_chip_hbm #(
   parameter int unsigned TCCDS = 1, TCCDL = 2, TRRDS = 4, TRRDL = 6, TFAW = 30,
   parameter int unsigned TWTRS = 4, TWTRL = 9, TRTP = 4, TWR = 16, TRFC = 260, TREFI = 3900,
   localparam int unsigned NB = BankGroups * BanksPerGroup,
-  localparam int unsigned BW = $clog2(NB)
+  localparam int unsigned BW = $clog2(NB),
+  localparam int unsigned IVW  = (IciVcs > 1) ? $clog2(IciVcs) : 1,
+  localparam int unsigned ILW  = 2 + IVW + 4 * CW + HOPW + IciFlitW + SEQW + CRCW,
+  localparam int unsigned IRVW = SEQW + ERRW + IciVcs * CNTW + CRCW
 ) (
   input  logic            clk_i,
   input  logic            rst_ni,      // the chip and the bridge
@@ -41,6 +50,15 @@ module tp_chip_hbm #(
   output logic [31:0]     csr_rdata_o,
   output logic            done_o,
   output logic            hbm_err_mask_o,
+  // ICI links (tp_chip)
+  output logic            ici_tx_valid_o [4],
+  output logic [ILW-1:0]  ici_tx_data_o  [4],
+  input  logic            ici_rx_valid_i [4],
+  input  logic [ILW-1:0]  ici_rx_data_i  [4],
+  output logic [IRVW-1:0] ici_rv_out_o   [4],
+  input  logic [IRVW-1:0] ici_rv_in_i    [4],
+  output logic            ici_busy_o,
+  output logic            waiting_o,
   // one DRAM interface per pseudo-channel
   output logic            cmd_valid_o [NC],
   output logic [2:0]      cmd_o       [NC],
@@ -65,7 +83,8 @@ module tp_chip_hbm #(
 
   tp_chip #(
     .N(N), .AccRows(AccRows), .VmemRows(VmemRows), .VmemBanks(VmemBanks), .Sublanes(Sublanes),
-    .ImemWords(ImemWords), .Queue(Queue), .HbmBeats(HbmBeats)
+    .ImemWords(ImemWords), .Queue(Queue), .HbmBeats(HbmBeats), .IciVcs(IciVcs), .IciBuf(IciBuf),
+    .IciFlitW(IciFlitW), .IciReplay(IciReplay)
   ) u_chip (
     .clk_i,
     .rst_ni,
@@ -86,7 +105,15 @@ module tp_chip_hbm #(
     .mem_rsp_write_i (m_rsp_write),
     .mem_rsp_id_i    (m_rsp_id),
     .mem_rsp_rdata_i (m_rsp_rdata),
-    .mem_rsp_err_i   (m_rsp_err)
+    .mem_rsp_err_i   (m_rsp_err),
+    .ici_tx_valid_o,
+    .ici_tx_data_o,
+    .ici_rx_valid_i,
+    .ici_rx_data_i,
+    .ici_rv_out_o,
+    .ici_rv_in_i,
+    .ici_busy_o,
+    .waiting_o
   );
 
   tp_mem_hbm #(

@@ -1,6 +1,11 @@
 // The core (docs/chip.md): instruction memory, the front end that checks and dispatches one
-// instruction per cycle into the four unit queues, the semaphores, and the error and done logic.
-// Units see their queue's head instruction (u_instr_o) and take it with u_start_o.
+// instruction per cycle into the unit queues (NumQueues of them, from the ISA table: load, mxu,
+// vec, store, ici), the semaphores, and the error and done logic. Units see their queue's head
+// instruction (u_instr_o) and take it with u_start_o.
+//
+// In a pod (pod_i: the chip's slice has more than one chip) another chip may still signal a
+// semaphore, so a chip whose queues all wait is not a deadlock here: it raises waiting_o (with
+// the oldest waiting PC) and the pod decides (docs/pod.md).
 module tp_core
   import tp_isa_pkg::*;
 #(
@@ -9,7 +14,9 @@ module tp_core
   parameter int unsigned VmemRows  = 1024,
   parameter int unsigned ImemWords = 1024,
   parameter int unsigned Queue     = 4,
-  parameter int unsigned HbmBeats  = 65536
+  parameter int unsigned HbmBeats  = 65536,
+  localparam int unsigned NQ       = NumQueues,
+  localparam int unsigned QIW      = $clog2(NQ)
 ) (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -24,19 +31,26 @@ module tp_core
   output logic         error_o,
   output logic [7:0]   err_code_o,
   output logic [31:0]  err_pc_o,
-  // units 0 load, 1 mxu, 2 vec, 3 store
-  output logic [3:0]   u_start_o,
-  output instr_t       u_instr_o [4],
-  output logic [31:0]  u_pc_o [4],
-  input  logic [3:0]   u_ready_i,  // the unit can take its head instruction now
-  input  logic [3:0]   u_idle_i,   // nothing in progress, nothing left to complete
-  input  logic [3:0]   u_cmpl_i,
-  input  logic [3:0]   u_cmpl_sig_i [4],
-  input  logic [3:0]   u_moving_i,
+  // units 0 load, 1 mxu, 2 vec, 3 store, 4 ici (the ISA table's order)
+  output logic [NQ-1:0] u_start_o,
+  output instr_t       u_instr_o [NQ],
+  output logic [31:0]  u_pc_o [NQ],
+  input  logic [NQ-1:0] u_ready_i,  // the unit can take its head instruction now
+  input  logic [NQ-1:0] u_idle_i,   // nothing in progress, nothing left to complete
+  input  logic [NQ-1:0] u_cmpl_i,
+  input  logic [3:0]   u_cmpl_sig_i [NQ],
+  input  logic [NQ-1:0] u_moving_i,
   input  logic         mem_err_i,  // a DMA got an error response
   input  logic [31:0]  mem_err_pc_i,
+  input  logic         unit_err_i,  // a unit stopped with an error of its own (the ICI unit)
+  input  logic [7:0]   unit_err_code_i,
+  input  logic [31:0]  unit_err_pc_i,
+  input  logic [3:0]   rsig_i,     // a semaphore signalled from another chip (0: none)
+  input  logic         pod_i,      // in a slice of several chips: no local deadlock verdict
+  output logic         waiting_o,  // pod_i: every queue waits and nothing moves
+  output logic [31:0]  wait_pc_o,  // the oldest waiting PC
   // counters: per unit busy, waiting, stalled, idle; cycles; instructions
-  output logic [63:0]  cnt_unit_o [4][4],
+  output logic [63:0]  cnt_unit_o [NQ][4],
   output logic [63:0]  cnt_cycles_o,
   output logic [63:0]  cnt_instrs_o
 );
@@ -56,6 +70,7 @@ module tp_core
   logic [5:0]  op;
   logic [7:0]  chk;
   logic [2:0]  unit;
+  logic [QIW-1:0] uq;  // the queue of the fetched instruction
   logic        lw_seen_q, lw_unused_q;
 
   always_ff @(posedge clk_i) begin
@@ -79,7 +94,7 @@ module tp_core
   always_comb begin
     chk  = ErrNone;
     unit = op_unit(op);
-    if (unit == UnitField) unit = {1'b0, fence_unit(ins)};
+    if (unit == UnitField) unit = 3'(fence_unit(ins));
     if (!op_legal(op)) begin
       chk = ErrIllegalOpcode;
     end else if (reserved_set(ins)) begin
@@ -104,7 +119,15 @@ module tp_core
           else if (w(32'(mm_acc(ins))) + w(32'(mm_rows(ins))) > 64'(AccRows)) chk = ErrAccRange;
           else if (!lw_seen_q) chk = ErrMxuNoWeights;
         end
-        OpFence, OpHalt: ;
+        OpIciSend: begin
+          if (ici_rows(ins) == 0) chk = ErrBadField;
+          else if (w(32'(ici_vaddr(ins))) + w(32'(ici_rows(ins))) > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (w(32'(ici_raddr(ins))) + w(32'(ici_rows(ins))) > 64'(VmemRows)) chk = ErrVmemRange;
+        end
+        OpFence: begin
+          if (32'(fence_unit(ins)) >= NQ) chk = ErrBadField;
+        end
+        OpHalt: ;
         default: begin  // vector
           if (r == 0) chk = ErrBadField;
           else if (w(32'(vec_dst(ins))) + r > 64'(VmemRows)) chk = ErrVmemRange;
@@ -124,14 +147,15 @@ module tp_core
   end
 
   // ---- queues -------------------------------------------------------------------------------
-  logic [3:0]    q_push, q_ready, q_valid, q_pop;
-  logic [QW-1:0] q_out [4];
+  logic [NQ-1:0] q_push, q_ready, q_valid, q_pop;
+  logic [QW-1:0] q_out [NQ];
   logic          fetch_ok, dispatch;
+  assign uq       = QIW'(unit);
   assign fetch_ok = (state_q == Run) && (pc_q < prog_len_i) && (pc_q < 32'(ImemWords));
-  assign dispatch = fetch_ok && chk == ErrNone && op != OpHalt && q_ready[unit[1:0]];
+  assign dispatch = fetch_ok && chk == ErrNone && op != OpHalt && q_ready[uq];
 
-  for (genvar q = 0; q < 4; q++) begin : gen_q
-    assign q_push[q] = dispatch && unit[1:0] == 2'(q);
+  for (genvar q = 0; q < NQ; q++) begin : gen_q
+    assign q_push[q] = dispatch && uq == QIW'(q);
     tp_fifo #(.Width(QW), .Depth(Queue)) u_q (
       .clk_i,
       .rst_ni,
@@ -148,15 +172,15 @@ module tp_core
 
   // ---- semaphores ---------------------------------------------------------------------------
   logic [15:0][15:0] sem_q, sem_d;
-  logic [3:0]  h_wait [4], h_sig [4];
-  logic [3:0]  h_fence, wait_ok, go;
+  logic [3:0]  h_wait [NQ], h_sig [NQ];
+  logic [NQ-1:0] h_fence, wait_ok, go;
   logic [16:0] sem_next [16];
   logic        sem_over;
   logic [31:0] over_pc;
   always_comb begin
     logic [4:0] taken [16];
     for (int s = 0; s < 16; s++) taken[s] = '0;
-    for (int q = 0; q < 4; q++) begin
+    for (int q = 0; q < NQ; q++) begin
       h_wait[q]  = f_wait(u_instr_o[q]);
       h_sig[q]   = f_signal(u_instr_o[q]);
       h_fence[q] = f_opcode(u_instr_o[q]) == OpFence;
@@ -165,17 +189,18 @@ module tp_core
       // its queue to be complete, except in the MXU queue, whose unit orders the signal behind
       // the work in flight (so the MXU pipeline does not drain).
       go[q] = (state_q == Run || state_q == Halted) && q_valid[q] && wait_ok[q] &&
-              (!h_fence[q] ? u_ready_i[q] : (h_sig[q] == 0 || (q == 1 ? u_ready_i[q] : u_idle_i[q])));
+              (!h_fence[q] ? u_ready_i[q] : (h_sig[q] == 0 || (q == 32'(UnitMxu) ? u_ready_i[q] : u_idle_i[q])));
       if (go[q] && h_wait[q] != 0) taken[h_wait[q]] = taken[h_wait[q]] + 1;
     end
     // A count past 65535. Which completion overflowed is not tracked: the error PC is all ones.
     sem_over = 1'b0;
     over_pc  = 32'hffffffff;
     for (int s = 0; s < 16; s++) sem_next[s] = 17'(sem_q[s]) - 17'(taken[s]);
-    for (int q = 0; q < 4; q++) begin
+    for (int q = 0; q < NQ; q++) begin
       if (u_cmpl_i[q] && u_cmpl_sig_i[q] != 0) sem_next[u_cmpl_sig_i[q]] = sem_next[u_cmpl_sig_i[q]] + 1;
-      if (go[q] && h_fence[q] && q != 1 && h_sig[q] != 0) sem_next[h_sig[q]] = sem_next[h_sig[q]] + 1;
+      if (go[q] && h_fence[q] && q != 32'(UnitMxu) && h_sig[q] != 0) sem_next[h_sig[q]] = sem_next[h_sig[q]] + 1;
     end
+    if (rsig_i != 0) sem_next[rsig_i] = sem_next[rsig_i] + 1;
     for (int s = 1; s < 16; s++) begin
       if (sem_next[s] > 17'd65535) sem_over = 1'b1;
     end
@@ -183,8 +208,8 @@ module tp_core
     for (int s = 0; s < 16; s++) sem_d[s] = sem_next[s][15:0];
   end
   assign q_pop = go;
-  for (genvar q = 0; q < 4; q++) begin : gen_start
-    assign u_start_o[q] = go[q] && (!h_fence[q] || (q == 1 && h_sig[q] != 0));
+  for (genvar q = 0; q < NQ; q++) begin : gen_start
+    assign u_start_o[q] = go[q] && (!h_fence[q] || (q == 32'(UnitMxu) && h_sig[q] != 0));
   end
 
   // ---- done, errors, deadlock ---------------------------------------------------------------
@@ -194,11 +219,11 @@ module tp_core
   always_comb begin
     all_idle = &u_idle_i;
     stuck_pc = 32'hffffffff;
-    for (int q = 0; q < 4; q++) begin
+    for (int q = 0; q < NQ; q++) begin
       if (q_valid[q] && u_pc_o[q] < stuck_pc) stuck_pc = u_pc_o[q];
     end
     // Nothing runs, nothing can start, the front end cannot dispatch, yet work is left.
-    stuck = all_idle && (go == '0) && (u_cmpl_i == '0) && (|q_valid) &&
+    stuck = all_idle && (go == '0) && (u_cmpl_i == '0) && (rsig_i == '0) && (|q_valid) &&
             (state_q == Halted || (state_q == Run && fetch_ok && chk == ErrNone && op != OpHalt && !dispatch));
   end
 
@@ -226,7 +251,9 @@ module tp_core
             error_o     <= 1'b0;
             err_code_o  <= ErrNone;
             err_pc_o    <= '0;
-            sem_q       <= '0;
+            // The semaphores keep their counts: only reset clears them (the host resets a chip
+            // before every run), so a signal from another chip that arrives before this chip's
+            // start is not lost.
           end
         end
         default: begin
@@ -236,9 +263,11 @@ module tp_core
             state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrNoHalt; err_pc_o <= pc_q;
           end else if (mem_err_i) begin
             state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrMemError; err_pc_o <= mem_err_pc_i;
+          end else if (unit_err_i) begin
+            state_q <= Stopped; error_o <= 1'b1; err_code_o <= unit_err_code_i; err_pc_o <= unit_err_pc_i;
           end else if (sem_over) begin
             state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrSemOverflow; err_pc_o <= over_pc;
-          end else if (stuck_q == 2'd3) begin
+          end else if (stuck_q == 2'd3 && !pod_i) begin
             state_q <= Stopped; error_o <= 1'b1; err_code_o <= ErrDeadlock; err_pc_o <= stuck_pc;
           end else if (state_q == Halted && all_idle && q_valid == '0) begin
             state_q <= Stopped;
@@ -257,14 +286,16 @@ module tp_core
     end
   end
   assign running_o = (state_q == Run || state_q == Halted);
+  assign waiting_o = pod_i && (state_q == Run || state_q == Halted) && stuck_q == 2'd3;
+  assign wait_pc_o = stuck_pc;
   assign done_o    = (state_q == Stopped);
 
   // ---- counters -----------------------------------------------------------------------------
-  logic [3:0][3:0][63:0] cnt_q, cnt_d;  // [unit][busy, waiting, stalled, idle]
+  logic [NQ-1:0][3:0][63:0] cnt_q, cnt_d;  // [unit][busy, waiting, stalled, idle]
   logic [63:0] cycles_q, instrs_q;
   always_comb begin
     cnt_d = cnt_q;
-    for (int q = 0; q < 4; q++) begin
+    for (int q = 0; q < NQ; q++) begin
       if (!u_idle_i[q] && u_moving_i[q]) cnt_d[q][0] = cnt_q[q][0] + 1;
       else if (!u_idle_i[q]) cnt_d[q][2] = cnt_q[q][2] + 1;
       else if (q_valid[q] && !wait_ok[q]) cnt_d[q][1] = cnt_q[q][1] + 1;
@@ -287,7 +318,7 @@ module tp_core
     end
   end
   always_comb begin
-    for (int q = 0; q < 4; q++) for (int k = 0; k < 4; k++) cnt_unit_o[q][k] = cnt_q[q][k];
+    for (int q = 0; q < NQ; q++) for (int k = 0; k < 4; k++) cnt_unit_o[q][k] = cnt_q[q][k];
   end
   assign cnt_cycles_o = cycles_q;
   assign cnt_instrs_o = instrs_q;

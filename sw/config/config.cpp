@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #ifndef TP_SOURCE_DIR
 #error "TP_SOURCE_DIR must be defined by the build"
@@ -246,6 +248,136 @@ Preset load_preset(const std::string& name, const std::filesystem::path& file) {
     known += (known.empty() ? "" : ", ") + p.name;
   }
   throw ConfigError(fmt::format("{}: unknown preset '{}' (known presets: {})", file.string(), want, known));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods
+
+namespace {
+
+// [a, b] of integers in [lo, hi]; at is the key's path.
+std::pair<unsigned, unsigned> get_pair(const json& obj, const std::string& key, unsigned lo, unsigned hi,
+                                       const std::string& origin, const std::string& where, const char* a,
+                                       const char* b) {
+  const std::string at = where + "." + key;
+  if (!obj.contains(key)) fail(origin, at, "missing");
+  const json& v = obj.at(key);
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer())
+    fail(origin, at, fmt::format("expected [{}, {}], got {}", a, b, v.dump()));
+  const json dims = {{a, v[0]}, {b, v[1]}};
+  return {get_uint(dims, a, lo, hi, origin, at), get_uint(dims, b, lo, hi, origin, at)};
+}
+
+std::string get_string(const json& obj, const std::string& key, const std::string& origin, const std::string& where) {
+  if (!obj.contains(key) || !obj.at(key).is_string()) fail(origin, where + "." + key, "missing or not a string");
+  return obj.at(key).get<std::string>();
+}
+
+std::string slice_text(const PodSlice& s) {
+  return fmt::format("'{}' [{}, {}) x [{}, {})", s.name, s.x0, s.x0 + s.w, s.y0, s.y0 + s.h);
+}
+
+PodConfig parse_pod(const std::string& name, const json& j, const std::string& origin,
+                    const std::vector<std::string>& presets) {
+  const std::string where = "pods." + name;
+  check_keys(j, {"description", "torus", "preset", "link_latency", "host_board", "slices"}, origin, where);
+  PodConfig p;
+  p.name = name;
+  if (j.contains("description")) p.description = get_string(j, "description", origin, where);
+  std::tie(p.torus_x, p.torus_y) = get_pair(j, "torus", 1, 32, origin, where, "x", "y");
+  p.preset = get_string(j, "preset", origin, where);
+  if (std::find(presets.begin(), presets.end(), p.preset) == presets.end()) {
+    std::string known;
+    for (const auto& n : presets) known += (known.empty() ? "" : ", ") + n;
+    fail(origin, where + ".preset", fmt::format("unknown preset '{}' (known presets: {})", p.preset, known));
+  }
+  p.link_latency = get_uint(j, "link_latency", 1, 64, origin, where);
+  std::tie(p.board_x, p.board_y) = get_pair(j, "host_board", 1, 32, origin, where, "x", "y");
+  if (p.torus_x % p.board_x != 0 || p.torus_y % p.board_y != 0)
+    fail(origin, where + ".host_board",
+         fmt::format("[{}, {}] does not divide the torus [{}, {}]", p.board_x, p.board_y, p.torus_x, p.torus_y));
+  if (!j.contains("slices") || !j["slices"].is_array() || j["slices"].empty())
+    fail(origin, where + ".slices", "missing, not a list or empty");
+  for (std::size_t k = 0; k < j["slices"].size(); ++k) {
+    const std::string sw = fmt::format("{}.slices[{}]", where, k);
+    const json& js = j["slices"][k];
+    check_keys(js, {"name", "origin", "shape"}, origin, sw);
+    PodSlice s;
+    s.name = get_string(js, "name", origin, sw);
+    if (s.name.empty()) fail(origin, sw + ".name", "empty");
+    std::tie(s.x0, s.y0) = get_pair(js, "origin", 0, 31, origin, sw, "x", "y");
+    std::tie(s.w, s.h) = get_pair(js, "shape", 1, 32, origin, sw, "w", "h");
+    if (s.x0 + s.w > p.torus_x || s.y0 + s.h > p.torus_y)
+      fail(origin, sw, fmt::format("slice {} runs outside the {}x{} torus", slice_text(s), p.torus_x, p.torus_y));
+    for (std::size_t o = 0; o < p.slices.size(); ++o) {
+      const PodSlice& t = p.slices[o];
+      if (t.name == s.name) fail(origin, sw + ".name", fmt::format("'{}' names slices[{}] too", s.name, o));
+      if (s.x0 < t.x0 + t.w && t.x0 < s.x0 + s.w && s.y0 < t.y0 + t.h && t.y0 < s.y0 + s.h)
+        fail(origin, sw, fmt::format("slice {} overlaps slices[{}] {}", slice_text(s), o, slice_text(t)));
+    }
+    p.slices.push_back(s);
+  }
+  return p;
+}
+
+}  // namespace
+
+std::filesystem::path default_pod_config_path() {
+  if (const char* env = std::getenv("TENSORPOD_PODS"); env && *env) return env;
+  return std::filesystem::path(TP_SOURCE_DIR) / "configs" / "pods.json";
+}
+
+std::vector<PodConfig> parse_pods(const std::string& json_text, const std::string& origin,
+                                  const std::vector<std::string>& presets) {
+  const json root = parse_text(json_text, origin);
+  check_keys(root, {"comment", "default", "pods"}, origin, "(top)");
+  if (!root.contains("pods") || !root["pods"].is_object() || root["pods"].empty())
+    fail(origin, "pods", "missing or empty");
+  std::vector<PodConfig> out;
+  for (const auto& [name, body] : root["pods"].items()) out.push_back(parse_pod(name, body, origin, presets));
+  const std::string def = default_pod_name(json_text, origin);
+  if (!root["pods"].contains(def)) fail(origin, "default", fmt::format("names unknown pod '{}'", def));
+  return out;
+}
+
+std::string default_pod_name(const std::string& json_text, const std::string& origin) {
+  const json root = parse_text(json_text, origin);
+  if (!root.contains("default") || !root["default"].is_string()) fail(origin, "default", "missing or not a string");
+  return root["default"].get<std::string>();
+}
+
+namespace {
+std::vector<std::string> preset_names(const std::filesystem::path& presets) {
+  std::vector<std::string> names;
+  for (const Preset& p : load_presets(presets)) names.push_back(p.name);
+  return names;
+}
+}  // namespace
+
+std::vector<PodConfig> load_pods(const std::filesystem::path& file, const std::filesystem::path& presets) {
+  return parse_pods(read_file(file), file.string(), preset_names(presets));
+}
+
+PodConfig load_pod(const std::string& name, const std::filesystem::path& file, const std::filesystem::path& presets) {
+  const std::string text = read_file(file);
+  const auto pods = parse_pods(text, file.string(), preset_names(presets));
+  const std::string want = name.empty() ? default_pod_name(text, file.string()) : name;
+  std::string known;
+  for (const auto& p : pods) {
+    if (p.name == want) return p;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  throw ConfigError(fmt::format("{}: unknown pod '{}' (known pods: {})", file.string(), want, known));
+}
+
+std::string pod_json(const PodConfig& p) {
+  json slices = json::array();
+  for (const PodSlice& s : p.slices)
+    slices.push_back({{"name", s.name}, {"origin", {s.x0, s.y0}}, {"shape", {s.w, s.h}}});
+  return json{{"name", p.name},     {"description", p.description},   {"torus", {p.torus_x, p.torus_y}},
+              {"preset", p.preset}, {"link_latency", p.link_latency}, {"host_board", {p.board_x, p.board_y}},
+              {"slices", slices}}
+      .dump();
 }
 
 std::string preset_json(const Preset& p) {

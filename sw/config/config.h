@@ -84,4 +84,47 @@ std::string default_preset_name(const std::string& json_text, const std::string&
 // The resolved preset as JSON text, echoed into every report.
 std::string preset_json(const Preset& p);
 
+// ---- Pods (configs/pods.json), apart from the chip presets ----
+
+// A slice of a pod's torus: the rectangle [x0, x0 + w) x [y0, y0 + h) ("origin" [x0, y0],
+// "shape" [w, h]); it does not wrap round the torus edge.
+struct PodSlice {
+  std::string name;
+  unsigned x0 = 0, y0 = 0, w = 1, h = 1;
+};
+
+// A named pod: a torus_x x torus_y torus of chips of one preset, cut into non-overlapping slices
+// (chips in no slice are idle). A pod's name is free text; the shipped ones are "KXxKY".
+struct PodConfig {
+  std::string name;
+  std::string description;
+  unsigned torus_x = 1, torus_y = 1;  // 1..32 each
+  std::string preset;                 // the chips' preset (a name in configs/presets.json)
+  unsigned link_latency = 1;  // cycles on each link (the pod's; the preset's ici.link_latency is the router tests')
+  unsigned board_x = 1, board_y = 1;  // "host_board": chips per host board; divides the torus
+  std::vector<PodSlice> slices;       // at least one
+};
+
+// configs/pods.json of this source tree, or $TENSORPOD_PODS when set.
+std::filesystem::path default_pod_config_path();
+
+// All pods of a pods file, validated; `presets` are the preset names a pod may use. Throws
+// ConfigError naming the file, the pod and the key: an unknown key, a torus outside 1..32, a
+// slice outside the torus or overlapping another, a host board that does not divide the torus,
+// an unknown preset.
+std::vector<PodConfig> parse_pods(const std::string& json_text, const std::string& origin,
+                                  const std::vector<std::string>& presets);
+std::string default_pod_name(const std::string& json_text, const std::string& origin);
+
+// The same from files: the pods file and the presets file whose names the pods may use.
+std::vector<PodConfig> load_pods(const std::filesystem::path& file = default_pod_config_path(),
+                                 const std::filesystem::path& presets = default_config_path());
+// The pod named `name` ("" means the file's default). Throws ConfigError naming the pod and the
+// ones that exist.
+PodConfig load_pod(const std::string& name, const std::filesystem::path& file = default_pod_config_path(),
+                   const std::filesystem::path& presets = default_config_path());
+
+// The pod as JSON text (the file's form), for reports.
+std::string pod_json(const PodConfig&);
+
 }  // namespace tp

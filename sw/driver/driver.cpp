@@ -28,13 +28,15 @@ Registry& registry() {
   return r;
 }
 
-// docs/chip.md, COUNTER k. Index 20 counts the cycles the array itself is busy, as opposed to the
-// MXU unit's queue (5).
-constexpr std::array<std::string_view, 25> kRtlCounters = {
-    "cycles",       "load_busy",   "load_wait",      "load_stall",   "load_idle",    "mxu_busy", "mxu_wait",
-    "mxu_stall",    "mxu_idle",    "vec_busy",       "vec_wait",     "vec_stall",    "vec_idle", "store_busy",
-    "store_wait",   "store_stall", "store_idle",     "bytes_loaded", "bytes_stored", "mxu_rows", "mxu_array_busy",
-    "instructions", "vec_rows",    "vmem_conflicts", "mxu_macs"};
+// COUNTER k (docs/chip.md): the names of the generated counter map (sw/isa/hw.json), in index
+// order. mxu_array_busy counts the cycles the array itself is busy, as opposed to the MXU unit's
+// queue (mxu_busy).
+constexpr auto kRtlCounters = [] {
+  std::array<std::string_view, isa::hw::kNumCounters> names{};
+  for (unsigned k = 0; k < names.size(); ++k) names[k] = isa::hw::kCounters[k].name;
+  return names;
+}();
+static_assert(kRtlCounters[0] == "cycles" && kRtlCounters[24] == "mxu_macs");
 
 }  // namespace
 
@@ -151,18 +153,6 @@ uint32_t random_fp32(std::mt19937_64& rng) {
   return static_cast<uint32_t>(((r & 1u) << 31) | (e << 23) | ((r >> 1) & 0x7fffffu));
 }
 
-std::vector<uint16_t> random_bf16s(std::mt19937_64& rng, uint64_t count) {
-  std::vector<uint16_t> v(count);
-  for (auto& x : v) x = random_bf16(rng);
-  return v;
-}
-
-std::vector<uint32_t> random_fp32s(std::mt19937_64& rng, uint64_t count) {
-  std::vector<uint32_t> v(count);
-  for (auto& x : v) x = random_fp32(rng);
-  return v;
-}
-
 // Frees the run's HBM allocations however the run ends.
 class AllocScope {
  public:
@@ -234,6 +224,18 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
 }
 
 }  // namespace
+
+std::vector<uint16_t> random_bf16s(std::mt19937_64& rng, uint64_t count) {
+  std::vector<uint16_t> v(count);
+  for (auto& x : v) x = random_bf16(rng);
+  return v;
+}
+
+std::vector<uint32_t> random_fp32s(std::mt19937_64& rng, uint64_t count) {
+  std::vector<uint32_t> v(count);
+  for (auto& x : v) x = random_fp32(rng);
+  return v;
+}
 
 std::vector<uint32_t> reference_layer(const Preset& p, uint32_t m, uint32_t k, uint32_t n, std::span<const uint16_t> a,
                                       std::span<const uint16_t> w, std::span<const uint32_t> bias, bool relu,

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -149,6 +150,11 @@ struct MatmulRun {
 // generous automatic. Throws DriverError / CompileError for shapes that cannot run at all.
 MatmulRun run_matmul(Chip&, const MatmulSpec&, uint64_t seed, uint64_t timeout_cycles = 0);
 MatmulRun run_mlp(Chip&, const MlpSpec&, uint64_t seed, uint64_t timeout_cycles = 0);
+
+// The operands of run_matmul and run_mlp: bf16 values with exponents near 0 and both signs (sums
+// of a few hundred products stay far from overflow), fp32 biases alike.
+std::vector<uint16_t> random_bf16s(std::mt19937_64&, uint64_t count);
+std::vector<uint32_t> random_fp32s(std::mt19937_64&, uint64_t count);
 
 // The host reference of one layer: the tiled MXU sum (golden::mxu_matmul on operands zero-padded
 // to multiples of n), + bias once per element (fp32_add), ReLU and the bf16 rounding as the vector

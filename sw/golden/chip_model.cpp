@@ -7,18 +7,7 @@
 
 #include "vpu_ops.h"
 
-// The timing estimate (Stats::est_cycles). Not cycle accurate; a first-order model of the
-// decoupled units:
-//  - the front end hands over one instruction per cycle; an instruction needs a free slot in
-//    its queue, i.e. the instruction chip.queue places before it in that queue has completed;
-//  - an instruction starts at max(its unit is free, its dispatch, the arrival of the semaphore
-//    count it takes); durations: dma.ld / dma.st rows*cols + chip.mem_latency; mxu.lw n (on the
-//    weight loader, after the previous mxu.mm started: that frees the shadow buffer); mxu.mm
-//    rows on the row streamer (after its mxu.lw completed when it switches tiles), complete 2n
-//    later (the array's drain); vector ceil(rows / sublanes) + 4; fence waits for its queue, takes no time;
-//  - completions (signals) of a queue are in order; est_cycles is the last completion.
-// Ignored: the load and store DMA sharing the memory port, VMEM bank conflicts, memory
-// back-pressure, the front end's fetch pipeline.
+// The function of the chip; its timing estimate is chip_timing.cpp's (ChipTiming).
 
 namespace tp::golden {
 
@@ -26,8 +15,6 @@ using isa::Err;
 using isa::Op;
 
 namespace {
-
-constexpr unsigned kLoad = 0, kMxu = 1, kVec = 2, kStore = 3;
 
 bool is_vector(Op op) { return vpu_is_vector_op(op); }
 
@@ -38,7 +25,8 @@ ChipModel::ChipModel(const tp::Preset& p)
       n_(p.mxu.n),
       page_beats_(std::max<uint64_t>(1, 1024 / std::max(1u, p.mxu.n))),
       vmem_(std::size_t{p.chip.vmem_rows} * p.mxu.n, 0u),
-      mxu_(p.mxu.n, p.mxu.acc_rows) {
+      mxu_(p.mxu.n, p.mxu.acc_rows),
+      timing_(make_dataflow_timing(p)) {
   if (p.chip.queue == 0) throw std::invalid_argument("ChipModel: chip.queue must be positive");
 }
 
@@ -104,11 +92,18 @@ void ChipModel::load(const isa::Program& prog) {
   stats_ = Stats{};
   for (auto& t : tokens_) t.clear();
   seq_.fill(0);
-  for (auto& s : slot_free_) s.assign(preset_.chip.queue, 0);
-  unit_free_.fill(0);
-  queue_done_.fill(0);
-  front_t_ = 0;
-  mxu_handoff_ = loader_free_ = streamer_free_ = last_mm_start_ = lw_done_ = 0;
+  timing_->reset();
+}
+
+void ChipModel::set_timing(std::unique_ptr<ChipTiming> t) {
+  if (!t) throw std::invalid_argument("ChipModel::set_timing: no timing model");
+  timing_ = TimingHolder(std::move(t));
+  timing_->reset();
+}
+
+void ChipModel::set_ici(const IciRegs& r) {
+  ici_ = r;
+  pod_mode_ = uint64_t{r.w} * r.h > 1;
 }
 
 void ChipModel::fail(Err err, uint32_t pc) {
@@ -146,7 +141,16 @@ ChipModel::Result ChipModel::run(uint64_t max_steps) {
     if (halted_ && empty) {
       finished_ = true;
       result_ = Result{Err::none, pc_, true, steps_};
-      stats_.est_cycles = std::max(stats_.est_cycles, front_t_);
+      stats_.est_cycles = std::max(stats_.est_cycles, timing_->front_time());
+    } else if (pod_mode_) {
+      // Every non-empty queue's head waits on a semaphore with no count; another chip's message
+      // may still bring one.
+      Result r{Err::none, pc_, false, steps_};
+      r.waiting = true;
+      r.wait_pc = min_pc;
+      for (const auto& q : queues_)
+        if (!q.empty() && q.front().pc == min_pc) r.wait_sem = q.front().instr.wait;
+      return r;
     } else {
       fail(Err::deadlock, min_pc);
     }
@@ -164,8 +168,14 @@ Err ChipModel::check(const isa::Instr& in) {
   const isa::Fields& f = in.f;
   const uint64_t vmem_rows = preset_.chip.vmem_rows, acc_rows = preset_.mxu.acc_rows;
   switch (in.op) {
-    case Op::fence:
+    case Op::fence:  // the unit field has room for 5..7, which name no queue
+      return f.unit < isa::kQueues ? Err::none : Err::bad_field;
     case Op::halt:
+      return Err::none;
+    case Op::ici_send:
+      if (f.rows == 0) return Err::bad_field;
+      if (f.vaddr + f.rows > vmem_rows) return Err::vmem_range;
+      if (f.raddr + f.rows > vmem_rows) return Err::vmem_range;
       return Err::none;
     case Op::dma_ld:
     case Op::dma_st:
@@ -221,7 +231,7 @@ void ChipModel::dispatch() {
       halted_ = true;
       have_fetched_ = false;
       ++stats_.instructions;
-      front_t_ += 1;
+      timing_->halt();
       return;  // pc_ stays at the halt: the PC reported on success
     }
     const unsigned q = static_cast<unsigned>(isa::unit_of(fetched_));
@@ -231,10 +241,7 @@ void ChipModel::dispatch() {
     e.instr = fetched_;
     e.pc = pc_;
     e.seq = seq_[q]++;
-    // The slot this instruction takes was freed by the one `depth` places before it.
-    const uint64_t slot = e.seq >= depth ? slot_free_[q][e.seq % depth] : 0;
-    front_t_ = std::max(front_t_ + 1, slot);
-    e.dispatch_t = front_t_;
+    e.dispatch_t = timing_->dispatch(q, e.seq);
     queues_[q].push_back(e);
     have_fetched_ = false;
     ++pc_;
@@ -266,40 +273,38 @@ void ChipModel::execute(unsigned q) {
       tokens_[in.wait].pop_front();
     }
   }
-  const uint64_t ready = std::max(e.dispatch_t, token_t);
-  uint64_t start = 0, complete = 0;
+
+  // ici.send's checks at execution (docs/isa.md): the registers, then an absolute destination.
+  Coord dst;
+  if (in.op == Op::ici_send) {
+    if (!ici_regs_ok(ici_)) return fail(Err::ici_config, e.pc);
+    const std::optional<Coord> d =
+        ici_destination(ici_, static_cast<int64_t>(f.dx), static_cast<int64_t>(f.dy), f.abs != 0);
+    if (!d) return fail(Err::ici_slice, e.pc);
+    dst = *d;
+  }
+
+  const TimeSpan span = timing_->execute(q, e.seq, in, std::max(e.dispatch_t, token_t));
 
   switch (in.op) {
     case Op::fence:
-      start = std::max({ready, queue_done_[q], q == kMxu ? mxu_handoff_ : unit_free_[q]});
-      complete = start;
-      if (q == kMxu)
-        mxu_handoff_ = start;
-      else
-        unit_free_[q] = complete;
       break;
     case Op::dma_ld:
       for (uint64_t r = 0; r < f.rows; ++r)
         for (uint64_t c = 0; c < f.cols; ++c) {
-          uint32_t* dst = &vmem_[(f.vaddr + r * f.cols + c) * n_];
+          uint32_t* to = &vmem_[(f.vaddr + r * f.cols + c) * n_];
           if (const uint32_t* src = hbm_beat(f.haddr + r * f.hstride + c))
-            std::copy_n(src, n_, dst);
+            std::copy_n(src, n_, to);
           else
-            std::fill_n(dst, n_, 0u);
+            std::fill_n(to, n_, 0u);
         }
       stats_.bytes_loaded += f.rows * f.cols * 4ull * n_;
-      start = std::max(ready, unit_free_[q]);
-      complete = start + f.rows * f.cols + preset_.chip.mem_latency;
-      unit_free_[q] = complete;
       break;
     case Op::dma_st:
       for (uint64_t r = 0; r < f.rows; ++r)
         for (uint64_t c = 0; c < f.cols; ++c)
           std::copy_n(&vmem_[(f.vaddr + r * f.cols + c) * n_], n_, hbm_beat_mut(f.haddr + r * f.hstride + c));
       stats_.bytes_stored += f.rows * f.cols * 4ull * n_;
-      start = std::max(ready, unit_free_[q]);
-      complete = start + f.rows * f.cols + preset_.chip.mem_latency;
-      unit_free_[q] = complete;
       break;
     case Op::mxu_lw: {
       std::vector<uint16_t> tile(std::size_t{n_} * n_);
@@ -308,17 +313,9 @@ void ChipModel::execute(unsigned q) {
           tile[std::size_t{i} * n_ + j] = static_cast<uint16_t>(vmem_[(f.vaddr + i) * n_ + j] & 0xffffu);
       mxu_.load_weights(tile);
       switch_pending_ = true;
-      // The shadow buffer is free once the mm that switched to the current tile has started.
-      start = std::max({ready, mxu_handoff_, loader_free_, last_mm_start_});
-      complete = start + n_;
-      loader_free_ = complete;
-      lw_done_ = complete;
-      mxu_handoff_ = start;
       break;
     }
     case Op::mxu_mm: {
-      start = std::max({ready, mxu_handoff_, streamer_free_});
-      if (switch_pending_) start = std::max(start, lw_done_);
       std::vector<uint16_t> act(n_);
       for (uint64_t i = 0; i < f.rows; ++i) {
         if (switch_pending_) {
@@ -330,31 +327,68 @@ void ChipModel::execute(unsigned q) {
         mxu_.write_acc(static_cast<unsigned>(f.acc + i), mxu_.row(act), f.accumulate != 0);
       }
       stats_.mxu_rows += f.rows;
-      streamer_free_ = start + f.rows;
-      complete = start + f.rows + 2ull * n_;
-      mxu_handoff_ = start;
-      last_mm_start_ = start;
       break;
     }
+    case Op::ici_send:
+      exec_send(e, dst, span);
+      break;
     default:
       exec_vector(in);
       stats_.vec_rows += f.rows;
-      start = std::max(ready, unit_free_[q]);
-      complete = start + (f.rows + preset_.chip.sublanes - 1) / preset_.chip.sublanes + 4;  // sublanes rows a cycle
-      unit_free_[q] = complete;
       break;
   }
 
-  complete = std::max(complete, queue_done_[q]);  // a queue's completions are in order
-  queue_done_[q] = complete;
-  slot_free_[q][e.seq % preset_.chip.queue] = complete;
-  stats_.est_cycles = std::max(stats_.est_cycles, complete);
+  stats_.est_cycles = std::max(stats_.est_cycles, span.complete);
+  if (finished_) return;  // a send delivered to this chip overflowed a semaphore
 
   if (in.signal != 0) {
     if (sems_[in.signal] >= 65535) return fail(Err::sem_overflow, 0xffffffffu);  // PC not tracked (docs/chip.md)
     ++sems_[in.signal];
-    tokens_[in.signal].push_back(complete);
+    tokens_[in.signal].push_back(span.complete);
   }
+}
+
+// The rows leave at once (the function is atomic); the message carries when they arrive.
+void ChipModel::exec_send(const Entry& e, Coord dst, const TimeSpan& span) {
+  const isa::Fields& f = e.instr.f;
+  IciMessage m;
+  m.src = coord_of(ici_);
+  m.dst = dst;
+  m.raddr = static_cast<uint32_t>(f.raddr);
+  m.rsem = static_cast<unsigned>(f.rsem);
+  m.pc = e.pc;
+  const auto first = vmem_.begin() + static_cast<std::ptrdiff_t>(f.vaddr * n_);
+  m.words.assign(first, first + static_cast<std::ptrdiff_t>(f.rows * n_));
+  m.arrive_t = timing_->ici_arrival(e.instr, span, hops(torus_of(ici_), slice_of(ici_), m.src, dst));
+  stats_.ici_bytes_sent += f.rows * 4ull * n_;
+  if (sender_) return sender_(std::move(m));
+  if (dst != m.src)
+    throw std::logic_error(
+        fmt::format("ChipModel: the ici.send at pc {} goes from chip ({}, {}) to chip ({}, {}), but this chip has "
+                    "no ICI sender hook (set_ici_sender) to deliver it",
+                    e.pc, m.src.x, m.src.y, dst.x, dst.y));
+  deliver(m.raddr, m.words, m.rsem, m.arrive_t);
+}
+
+void ChipModel::deliver(uint32_t raddr, std::span<const uint32_t> words, unsigned rsem, uint64_t arrive_t) {
+  if (words.size() % n_ != 0)
+    throw std::invalid_argument(
+        fmt::format("ChipModel::deliver: {} words is not a whole number of {}-lane rows", words.size(), n_));
+  if (rsem >= sems_.size())
+    throw std::invalid_argument(fmt::format("ChipModel::deliver: semaphore {} is not 0..15", rsem));
+  const uint64_t rows = words.size() / n_;
+  if (raddr + rows > preset_.chip.vmem_rows)
+    throw std::out_of_range(fmt::format("ChipModel::deliver: rows {} .. {} run past the {} VMEM rows", raddr,
+                                        raddr + rows, preset_.chip.vmem_rows));
+  std::copy(words.begin(), words.end(), vmem_.begin() + static_cast<std::ptrdiff_t>(uint64_t{raddr} * n_));
+  stats_.ici_bytes_received += words.size() * 4ull;
+  if (rsem == 0) return;
+  if (sems_[rsem] >= 65535) {
+    if (!finished_) fail(Err::sem_overflow, 0xffffffffu);  // PC not tracked (docs/chip.md)
+    return;
+  }
+  ++sems_[rsem];
+  tokens_[rsem].push_back(arrive_t);
 }
 
 void ChipModel::exec_vector(const isa::Instr& in) {

@@ -1,28 +1,55 @@
 // The golden ISA interpreter of one tensorpod chip (docs/chip.md): functionally bit-exact with
 // the RTL, with the same error codes and error PCs.
 //
-// The front end dispatches in program order into four queues (load, mxu, vec, store) of depth
-// chip.queue and checks each instruction as it fetches it (docs/chip.md "Checks and error
+// The front end dispatches in program order into five queues (load, mxu, vec, store, ici) of
+// depth chip.queue and checks each instruction as it fetches it (docs/chip.md "Checks and error
 // codes"). Each unit executes its queue head atomically once the head's wait semaphore has a
 // count. The arithmetic is the golden numerics: MxuModel for the MXU, vpu_row for the vector
 // unit. Programs whose result depends on the timing between queues (races) have no defined
 // result, on the RTL or here.
 //
-// Next to the functional model, a simple timing estimate (Stats::est_cycles; see chip_model.cpp).
+// ICI (docs/isa.md, ici.send): the chip's ICI registers (set_ici) place it in a torus and a
+// slice. An ici.send, when it executes, copies its rows out of VMEM into an IciMessage and hands
+// it to the sender hook (set_ici_sender), which delivers it later to the destination chip's
+// deliver(); PodModel (pod_model.h) is such a hook. Without a hook a send to the chip itself is
+// delivered at once (a standalone chip), and a send elsewhere is a std::logic_error. In pod mode
+// (set_pod_mode) a chip whose every queue head waits does not report deadlock: run() returns
+// with Result::waiting, since another chip may still signal it.
+//
+// Next to the functional model, a timing estimate (Stats::est_cycles) behind the ChipTiming
+// interface (chip_timing.h).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "chip_timing.h"
 #include "config.h"
+#include "ici_model.h"
 #include "isa.h"
 #include "mxu_model.h"
 
 namespace tp::golden {
+
+// One ici.send's transfer, as the sending chip hands it to the network.
+struct IciMessage {
+  Coord src, dst;               // sender and destination (torus coordinates)
+  uint32_t raddr = 0;           // first VMEM row written on the destination
+  unsigned rsem = 0;            // semaphore signalled there once every row is written (0: none)
+  std::vector<uint32_t> words;  // the rows, rows * lanes words, row by row
+  uint32_t pc = 0;              // the sender's ici.send
+  uint64_t arrive_t = 0;        // timing estimate: when the last row is written on the destination
+};
+
+// Takes a message for delivery (ChipModel::deliver on the destination, in the order the sender
+// handed them over for the same destination).
+using IciSender = std::function<void(IciMessage)>;
 
 class ChipModel {
  public:
@@ -46,18 +73,47 @@ class ChipModel {
   struct Result {
     isa::Err err = isa::Err::none;
     uint32_t pc = 0;     // error PC; on success the PC of halt; else the front end's PC
-    bool done = false;   // false: max_steps instructions ran first (a watchdog), run() may go on
+    bool done = false;   // false: max_steps instructions ran first (a watchdog), or waiting
     uint64_t steps = 0;  // instructions executed by the units since load()
+    // Pod mode only: nothing can start, work is left, and only another chip can help (done is
+    // false; run() may go on after a deliver()). wait_pc: the smallest PC among the queue heads,
+    // all of which wait (the PC a deadlock would report); wait_sem: that head's wait semaphore.
+    bool waiting = false;
+    uint32_t wait_pc = 0;
+    unsigned wait_sem = 0;
   };
-  // Runs until done, an error, or max_steps more unit instructions. After done, returns the
-  // same result again.
+  // Runs until done, an error, max_steps more unit instructions, or (pod mode) waiting. After
+  // done, returns the same result again.
   Result run(uint64_t max_steps = 1ull << 32);
+
+  // ICI. set_ici: the registers the host writes before a run (kept across load()); it also sets
+  // pod mode to w * h > 1, which set_pod_mode() afterwards overrides. Inconsistent registers
+  // (ici_regs_ok false) are accepted here; an ici.send that executes with them is the error
+  // ici_config.
+  void set_ici(const IciRegs&);
+  const IciRegs& ici() const { return ici_; }
+  void set_pod_mode(bool on) { pod_mode_ = on; }
+  bool pod_mode() const { return pod_mode_; }
+  // The hook every ici.send's message goes to (an empty function: none).
+  void set_ici_sender(IciSender s) { sender_ = std::move(s); }
+  // A message arrives (the network interface's side): writes words (a whole number of rows)
+  // into VMEM rows raddr.., then gives one count to semaphore rsem (0: none) stamped arrive_t for
+  // the timing estimate. A count past 65535 stops a running chip with sem_overflow at pc
+  // 0xffffffff; a chip that has finished keeps its result. Throws std::invalid_argument (not
+  // whole rows, rsem > 15) or std::out_of_range (rows past VMEM).
+  void deliver(uint32_t raddr, std::span<const uint32_t> words, unsigned rsem, uint64_t arrive_t = 0);
+
+  // Replaces the timing estimate (the default: make_dataflow_timing(preset)); takes effect from
+  // the next load().
+  void set_timing(std::unique_ptr<ChipTiming>);
 
   // Statistics; the names of the RTL counters where they exist. instructions: instructions the
   // front end accepted (including halt); mxu_rows: activation rows streamed by mxu.mm; vec_rows:
   // destination rows written by vector instructions; est_cycles: the timing estimate.
+  // ici_bytes_sent / ici_bytes_received: VMEM bytes ici.send sent and deliver() wrote.
   struct Stats {
     uint64_t instructions = 0, bytes_loaded = 0, bytes_stored = 0, mxu_rows = 0, vec_rows = 0;
+    uint64_t ici_bytes_sent = 0, ici_bytes_received = 0;
     uint64_t est_cycles = 0;
   };
   const Stats& stats() const { return stats_; }
@@ -80,6 +136,7 @@ class ChipModel {
   bool can_start(unsigned q) const;
   void execute(unsigned q);
   void exec_vector(const isa::Instr&);
+  void exec_send(const Entry&, Coord dst, const TimeSpan&);
   void fail(isa::Err err, uint32_t pc);
 
   // HBM pages (sparse).
@@ -111,14 +168,15 @@ class ChipModel {
   uint64_t steps_ = 0;
   Stats stats_;
 
+  // ICI.
+  IciRegs ici_;
+  bool pod_mode_ = false;
+  IciSender sender_;
+
   // Timing estimate.
-  std::array<std::deque<uint64_t>, 16> tokens_;                // per semaphore: when each count arrived
-  std::array<uint64_t, isa::kQueues> seq_{};                   // instructions dispatched per queue
-  std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;  // ring: completion time by seq % depth
-  std::array<uint64_t, isa::kQueues> unit_free_{};             // load/vec/store: last completion
-  std::array<uint64_t, isa::kQueues> queue_done_{};            // last completion per queue (in order)
-  uint64_t front_t_ = 0;
-  uint64_t mxu_handoff_ = 0, loader_free_ = 0, streamer_free_ = 0, last_mm_start_ = 0, lw_done_ = 0;
+  TimingHolder timing_;
+  std::array<std::deque<uint64_t>, 16> tokens_;  // per semaphore: when each count arrived
+  std::array<uint64_t, isa::kQueues> seq_{};     // instructions dispatched per queue
 };
 
 }  // namespace tp::golden

@@ -107,6 +107,26 @@ std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, u
   return out;
 }
 
+bool ici_regs_ok(const IciRegs& r) {
+  return r.kx >= 1 && r.kx <= 32 && r.ky >= 1 && r.ky <= 32 && r.w >= 1 && r.h >= 1 && uint64_t{r.x0} + r.w <= r.kx &&
+         uint64_t{r.y0} + r.h <= r.ky && in_slice(coord_of(r), slice_of(r));
+}
+
+std::optional<Coord> ici_destination(const IciRegs& r, int64_t dx, int64_t dy, bool abs) {
+  if (!ici_regs_ok(r))
+    throw std::invalid_argument(fmt::format(
+        "ici_destination: inconsistent ICI registers (torus {}x{}, chip ({}, {}), slice [{}, {}) x [{}, {}))", r.kx,
+        r.ky, r.x, r.y, r.x0, uint64_t{r.x0} + r.w, r.y0, uint64_t{r.y0} + r.h));
+  const int64_t w = r.w, h = r.h;
+  if (abs) {
+    if (dx < 0 || dx >= w || dy < 0 || dy >= h) return std::nullopt;
+    return Coord{r.x0 + static_cast<unsigned>(dx), r.y0 + static_cast<unsigned>(dy)};
+  }
+  const auto wrap = [](int64_t v, int64_t k) { return ((v % k) + k) % k; };
+  return Coord{r.x0 + static_cast<unsigned>(wrap(int64_t{r.x} - r.x0 + wrap(dx, w), w)),
+               r.y0 + static_cast<unsigned>(wrap(int64_t{r.y} - r.y0 + wrap(dy, h), h))};
+}
+
 std::string_view pattern_name(Pattern p) {
   switch (p) {
     case Pattern::kUniform:

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <random>
 #include <string_view>
@@ -58,6 +59,31 @@ std::vector<unsigned> route_ports(Torus t, const Slice& s, Coord src, Coord dst)
 // on lane `lane` with `vcs` VCs per port. Throws std::invalid_argument unless vcs is even and at
 // least 2 and lane < vcs / 2 (and for the reasons route() throws).
 std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane);
+
+// A chip's ICI registers (docs/chip.md, ICI_TORUS, ICI_COORD, ICI_SLICE0/1), set by the host
+// before a run: the torus kx x ky, this chip's coordinates (x, y) and its slice, the rectangle
+// [x0, x0 + w) x [y0, y0 + h). The defaults are a standalone chip: a 1x1 torus and slice.
+struct IciRegs {
+  unsigned kx = 1, ky = 1, x = 0, y = 0, x0 = 0, y0 = 0, w = 1, h = 1;
+  friend bool operator==(const IciRegs&, const IciRegs&) = default;
+};
+
+// The router's cfg_ok (rtl/ici/tp_ici_router.sv): 1 <= kx, ky <= 32, w, h >= 1, x0 + w <= kx,
+// y0 + h <= ky, and (x, y) inside the slice.
+bool ici_regs_ok(const IciRegs&);
+
+inline Torus torus_of(const IciRegs& r) { return Torus{r.kx, r.ky}; }
+inline Slice slice_of(const IciRegs& r) { return Slice{r.x0, r.y0, r.w, r.h}; }
+inline Coord coord_of(const IciRegs& r) { return Coord{r.x, r.y}; }
+
+// The destination of an ici.send (docs/isa.md) on a chip whose registers are consistent
+// (ici_regs_ok; else std::invalid_argument):
+//   relative (abs = false): x0 + ((x - x0 + dx) mod w), y0 + ((y - y0 + dy) mod h), the mod
+//     mathematical (0 .. w-1): the offset wraps round the slice;
+//   absolute (abs = true): (x0 + dx, y0 + dy), or nothing (the error ici_slice) unless
+//     0 <= dx < w and 0 <= dy < h.
+// The destination may be the chip itself.
+std::optional<Coord> ici_destination(const IciRegs&, int64_t dx, int64_t dy, bool abs);
 
 enum class Pattern { kUniform, kTranspose, kBitComplement, kTornado, kNeighbor, kHotspot };
 

@@ -16,9 +16,12 @@ namespace tp::isa {
 
 namespace {
 
-// fence's unit operand may be written as a queue name; the names are the Unit values 0..3.
-constexpr std::array<std::string_view, 4> kQueueNames = {"load", "mxu", "vec", "store"};
-static_assert(static_cast<unsigned>(Unit::load) == 0 && static_cast<unsigned>(Unit::store) == 3 && kQueues == 4);
+// fence's unit operand may be written as a queue name; the names are the Unit values 0 .. kQueues-1.
+constexpr std::array<std::string_view, 5> kQueueNames = {"load", "mxu", "vec", "store", "ici"};
+static_assert(kQueueNames.size() == kQueues);
+static_assert(static_cast<unsigned>(Unit::load) == 0 && static_cast<unsigned>(Unit::mxu) == 1 &&
+              static_cast<unsigned>(Unit::vec) == 2 && static_cast<unsigned>(Unit::store) == 3 &&
+              static_cast<unsigned>(Unit::ici) == 4);
 
 struct Tok {
   enum Kind { ident, number, punct } kind;
@@ -235,36 +238,41 @@ class Assembler {
       std::string_view name;
       unsigned width = 0;
       uint64_t* dest = nullptr;
-      bool floats = false, queues = false;
+      bool floats = false, queues = false, is_signed = false;
+      const FieldDesc* f = nullptr;
       if (!op.key) {
         if (named_seen) fail(line, op.b->col, "positional operand after a named one:", text);
         if (positional == order.size())
           fail(line, op.b->col, fmt::format("too many operands for {} (it takes {})", d->name, order.size()), text);
-        const FieldDesc* f = order[positional++];
+        f = order[positional++];
         name = f->name;
-        width = f->width;
-        dest = &field(in.f, f->id);
-        floats = f->id == FieldId::imm;
-        queues = d->op == Op::fence && f->id == FieldId::unit;
       } else {
         named_seen = true;
         name = op.key->text;
         if (name == "wait" || name == "signal") {
           width = name == "wait" ? kWaitWidth : kSignalWidth;
-        } else if (const FieldDesc* f = find_field(*d, name)) {
-          width = f->width;
-          dest = &field(in.f, f->id);
-          floats = f->id == FieldId::imm;
-          queues = d->op == Op::fence && f->id == FieldId::unit;
-        } else {
+        } else if (!(f = find_field(*d, name))) {
           fail(line, *op.key, fmt::format("{} has no field", d->name));
         }
+      }
+      if (f) {
+        width = f->width;
+        dest = &field(in.f, f->id);
+        floats = f->id == FieldId::imm;
+        queues = d->op == Op::fence && f->id == FieldId::unit;
+        is_signed = f->is_signed;
       }
       for (std::string_view g : given)
         if (g == name) fail(line, op.key ? op.key->col : op.b->col, fmt::format("field {} given twice:", name), text);
       given.push_back(name);
-      const uint64_t v = value(line, op.b, op.e, Ctx{.floats = floats, .queues = queues});
-      if (!fits(v, width)) {
+      const uint64_t v = value(line, op.b, op.e, Ctx{.floats = floats, .queues = queues, .is_signed = is_signed});
+      if (is_signed) {
+        if (!fits_signed(v, width))
+          fail(line, op.b->col,
+               fmt::format("value {} does not fit {} ({} bits, signed: {} .. {})", static_cast<int64_t>(v), name, width,
+                           signed_min(width), signed_max(width)),
+               span_text(line, op.b, op.e));
+      } else if (!fits(v, width)) {
         const bool sem = name == "wait" || name == "signal";
         fail(line, op.b->col,
              fmt::format("value {} does not fit {} ({} bits{})", v, name, width, sem ? ": semaphores are 0..15" : ""),
@@ -285,17 +293,19 @@ class Assembler {
   }
 
   struct Ctx {
-    bool floats = false;  // imm: float literals and negative floats allowed
-    bool queues = false;  // fence unit: queue names allowed
+    bool floats = false;     // imm: float literals and negative floats allowed
+    bool queues = false;     // fence unit: queue names allowed
+    bool is_signed = false;  // a signed field: negative integers allowed (the result is sign-extended)
   };
 
-  // value := ['-'] float (only with floats) | atom [('+'|'-') number];  atom := number | name
+  // value := ['-'] float (only with floats) | ['-' (only signed)] atom [('+'|'-') number];
+  // atom := number | name
   uint64_t value(const Line& line, const Tok* b, const Tok* e, Ctx ctx) const {
     const std::string_view text = span_text(line, b, e);
     const Tok* p = b;
     bool negative = false;
     if (p->is('-')) {
-      if (!ctx.floats) fail(line, p->col, "negative values are not allowed here:", text);
+      if (!ctx.floats && !ctx.is_signed) fail(line, p->col, "negative values are not allowed here:", text);
       negative = true;
       if (++p == e) fail(line, (p - 1)->col, "expected a number after", "-");
     }
@@ -304,7 +314,7 @@ class Assembler {
       if (p + 1 != e) fail(line, p[1], "unexpected token after a float");
       return negative ? *f ^ 0x80000000u : *f;
     }
-    if (negative) fail(line, b->col, "a negative imm must be a float literal (like -2.0), not", text);
+    if (negative && !ctx.is_signed) fail(line, b->col, "a negative imm must be a float literal (like -2.0), not", text);
     if (p->kind == Tok::number) {
       v = number(line, *p);
     } else if (p->kind == Tok::ident) {
@@ -312,9 +322,20 @@ class Assembler {
     } else {
       fail(line, *p, "expected a value, got");
     }
-    if (++p == e) return v;
-    if ((!p->is('+') && !p->is('-')) || p + 1 == e || p[1].kind != Tok::number || p + 2 != e)
+    const bool offset = ++p != e;
+    if (offset && ((!p->is('+') && !p->is('-')) || p + 1 == e || p[1].kind != Tok::number || p + 2 != e))
       fail(line, b->col, "expected a value of the form NUMBER, NAME, NAME+NUMBER or NAME-NUMBER, got", text);
+    if (ctx.is_signed) {
+      // Exact signed arithmetic in 64 bits; the caller checks the field's range.
+      const uint64_t k = offset ? number(line, p[1]) : 0;
+      if (v > uint64_t{INT64_MAX} || k > uint64_t{INT64_MAX}) fail(line, b->col, "value does not fit 64 bits:", text);
+      int64_t s = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+      if (offset && (p->is('+') ? __builtin_add_overflow(s, static_cast<int64_t>(k), &s)
+                                : __builtin_sub_overflow(s, static_cast<int64_t>(k), &s)))
+        fail(line, b->col, "value does not fit 64 bits:", text);
+      return static_cast<uint64_t>(s);
+    }
+    if (!offset) return v;
     const uint64_t k = number(line, p[1]);
     if (p->is('+')) {
       if (v + k < v) fail(line, b->col, "value does not fit 64 bits:", text);
@@ -378,6 +399,7 @@ class Assembler {
 
 std::string field_text(const InstrDesc& d, const FieldDesc& f, uint64_t v) {
   if (f.id == FieldId::imm) return fmt::format("0x{:x}", v);
+  if (f.is_signed) return fmt::format("{}", static_cast<int64_t>(v));
   if (d.op == Op::fence && f.id == FieldId::unit && v < kQueueNames.size()) return std::string(kQueueNames[v]);
   return fmt::format("{}", v);
 }

@@ -43,6 +43,12 @@ void check_fits(const InstrDesc& d, std::string_view name, uint64_t value, unsig
         fmt::format("{}: field {} = {} (0x{:x}) does not fit its {} bits", d.name, name, value, value, width));
 }
 
+void check_fits_signed(const InstrDesc& d, std::string_view name, uint64_t value, unsigned width) {
+  if (!fits_signed(value, width))
+    throw IsaError(fmt::format("{}: field {} = {} does not fit its {} bits (signed: {} .. {})", d.name, name,
+                               static_cast<int64_t>(value), width, signed_min(width), signed_max(width)));
+}
+
 void put_u32(std::vector<uint8_t>& out, uint32_t v) {
   for (unsigned k = 0; k < 4; ++k) out.push_back(static_cast<uint8_t>(v >> (8 * k)));
 }
@@ -113,8 +119,11 @@ Word encode(const Instr& in) {
     const uint64_t v = field(in.f, f->id);
     const FieldDesc* own = find_field(d, f->name);
     if (own) {
-      check_fits(d, own->name, v, own->width);
-      set_bits(w, own->lsb, own->width, v);
+      if (own->is_signed)
+        check_fits_signed(d, own->name, v, own->width);
+      else
+        check_fits(d, own->name, v, own->width);
+      set_bits(w, own->lsb, own->width, v);  // the low bits: two's complement for a signed field
     } else if (v != 0) {
       throw IsaError(
           fmt::format("{}: has no field {} (format '{}'), but it is set to {}", d.name, f->name, d.format, v));
@@ -140,7 +149,8 @@ Decoded decode(const Word& w) {
   set_bits(used, kSignalLsb, kSignalWidth, ~uint64_t{0});
   for (unsigned k = 0; k < d->nfields; ++k) {
     const FieldDesc& f = d->fields[k];
-    field(out.instr.f, f.id) = get_bits(w, f.lsb, f.width);
+    const uint64_t bits = get_bits(w, f.lsb, f.width);
+    field(out.instr.f, f.id) = f.is_signed ? sign_extend(bits, f.width) : bits;
     set_bits(used, f.lsb, f.width, ~uint64_t{0});
   }
   if ((w[0] & ~used[0]) != 0 || (w[1] & ~used[1]) != 0) out.err = Err::bad_field;
@@ -150,6 +160,9 @@ Decoded decode(const Word& w) {
 Unit unit_of(const Instr& in) {
   const InstrDesc& d = desc(in.op);
   if (d.unit != Unit::field) return d.unit;
+  // The queues are Unit values 0 .. kQueues-1 (load, mxu, vec, store, ici); the field has
+  // room for more, which are no queue (the chip's check makes such a fence bad_field).
+  static_assert(static_cast<unsigned>(Unit::load) == 0 && static_cast<unsigned>(Unit::ici) == kQueues - 1);
   if (in.f.unit >= kQueues)
     throw IsaError(fmt::format("{}: unit {} is not a queue (0..{})", d.name, in.f.unit, kQueues - 1));
   return static_cast<Unit>(in.f.unit);

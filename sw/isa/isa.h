@@ -22,6 +22,9 @@ using Word = std::array<uint64_t, 2>;  // [0] = bits 63:0, [1] = bits 127:64
 // Field-by-field equality (Fields is generated without one).
 bool operator==(const Fields& x, const Fields& y);
 
+// A field's value. A signed field (FieldDesc::is_signed: ici.send's dx and dy) holds its value
+// sign-extended to 64 bits, an int64_t cast to uint64_t (dx = -1 is 0xffff'ffff'ffff'ffff);
+// encode() writes its low `width` bits (two's complement) and decode() sign-extends them.
 struct Instr {
   Op op = Op::fence;
   unsigned wait = 0, signal = 0;
@@ -55,8 +58,8 @@ const InstrDesc* find_mnemonic(std::string_view);  // nullptr if unknown
 const FieldDesc* find_field(const InstrDesc&, std::string_view name);  // nullptr if the format has none
 std::string_view err_name(Err);  // "vmem_range" ...; "unknown" for a code not in the table
 
-// Throws IsaError naming the instruction and field when a value does not fit its width, or when a
-// field the format does not have is nonzero.
+// Throws IsaError naming the instruction and field when a value does not fit its width (a signed
+// field: -2^(w-1) .. 2^(w-1)-1), or when a field the format does not have is nonzero.
 Word encode(const Instr&);
 
 // err is none, illegal_opcode (instr then holds only wait and signal) or bad_field (a bit outside
@@ -68,7 +71,9 @@ struct Decoded {
 };
 Decoded decode(const Word&);
 
-Unit unit_of(const Instr&);  // resolves fence's `unit` field to Unit::load..store; halt -> Unit::front
+// The queue an instruction goes to: fence's `unit` field resolved to Unit::load .. Unit::ici
+// (0..4; throws IsaError for 5..7, which name no queue); halt -> Unit::front.
+Unit unit_of(const Instr&);
 bool uses_b(Op);
 bool uses_mask(Op);
 

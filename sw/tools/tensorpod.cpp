@@ -1,5 +1,6 @@
 // tensorpod: assemble, disassemble and run chip programs, and run compiled matmuls and MLPs
-// checked bit-exact against the host reference, on the golden interpreter or an RTL model.
+// checked bit-exact against the host reference, on the golden interpreter or an RTL model, on
+// one chip or on a slice of a pod (tensorpod pod; docs/pod.md).
 //
 // Exit codes: 0 ok, 1 a mismatch or a chip error (or timeout), 2 a usage or input error.
 #include <fmt/format.h>
@@ -15,6 +16,8 @@
 #include "compiler.h"
 #include "driver.h"
 #include "isa.h"
+#include "pod_programs.h"
+#include "slice.h"
 
 namespace {
 
@@ -328,6 +331,187 @@ int cmd_run(const RunOptions& o) {
 
 }  // namespace
 
+// ---- tensorpod pod ----
+
+struct PodOptions {
+  std::string pod, slice, origin, backend = "both", report, program, waves;
+  std::vector<std::string> program_at, wave_chips;
+  bool demo = false;
+  std::string matmul, traffic;
+  uint64_t seed = 1, timeout = 0, watchdog = 20000;
+  double link_bit_error = 0.0;
+};
+
+std::pair<unsigned, unsigned> parse_pair(const std::string& text, char sep, const std::string& option) {
+  const auto parts = split(text, sep);
+  if (parts.size() != 2)
+    throw UsageError(fmt::format("{} '{}': expected two numbers separated by '{}'", option, text, sep));
+  return {static_cast<unsigned>(parse_u64(parts[0], option)), static_cast<unsigned>(parse_u64(parts[1], option))};
+}
+
+const char* kLinks[4] = {"n", "s", "e", "w"};
+
+void print_pod_chip(tp::driver::Slice& s, const tp::driver::ChipOutcome& c, bool rtl) {
+  auto m = s.counters(c.x, c.y);
+  auto get = [&](const std::string& k) { return m.count(k) ? m.at(k) : uint64_t{0}; };
+  const uint64_t cyc = get("cycles");
+  const std::string state = c.waiting ? fmt::format("waits at pc {} on semaphore {}", c.wait_pc, c.wait_sem)
+                            : c.status.err != tp::isa::Err::none ? tp::driver::describe(c.status)
+                            : c.status.ok()                      ? std::string("done")
+                                                                 : std::string("not done");
+  fmt::print("  chip ({},{}): {}, {} cycles{}, MXU {:.1f}%, {} B loaded, {} B stored", c.x, c.y, state, cyc,
+             rtl ? "" : " (estimate)",
+             cyc ? 100.0 * static_cast<double>(get("mxu_rows")) / static_cast<double>(cyc) : 0.0, get("bytes_loaded"),
+             get("bytes_stored"));
+  if (rtl) fmt::print(", ICI {} B sent, {} B received", get("ici_bytes_sent"), get("ici_bytes_received"));
+  fmt::print("\n");
+  if (!rtl) return;
+  std::string links;
+  for (unsigned p = 0; p < 4; ++p)
+    links += fmt::format("{}{} {} flits {} retx {} credit stalls", p ? "; " : "", kLinks[p],
+                         get(fmt::format("ici_flits_{}", kLinks[p])), get(fmt::format("ici_retx_{}", kLinks[p])),
+                         get(fmt::format("ici_credit_stall_{}", kLinks[p])));
+  fmt::print("    links: {}\n", links);
+}
+
+json pod_chip_json(tp::driver::Slice& s, const tp::driver::ChipOutcome& c) {
+  return {{"x", c.x},
+          {"y", c.y},
+          {"status", status_json(c.status)},
+          {"waiting", c.waiting},
+          {"wait_pc", c.wait_pc},
+          {"wait_sem", c.wait_sem},
+          {"counters", s.counters(c.x, c.y)}};
+}
+
+struct PodRunResult {
+  tp::driver::SliceStatus status;
+  bool pass = false;
+  std::vector<uint32_t> output;
+  json report;
+};
+
+PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, const tp::driver::SliceShape& shape,
+                          Backend be) {
+  tp::driver::SliceOptions so;
+  so.seed = o.seed;
+  so.link_bit_error = o.link_bit_error;
+  so.watchdog = o.watchdog;
+  so.wave_dir = o.waves;
+  for (const auto& w : o.wave_chips) so.wave_chips.push_back(parse_pair(w, ',', "--wave-chip"));
+  auto s = tp::driver::Slice::open(pod, shape, be, so);
+  PodRunResult r;
+  const bool rtl = be == Backend::rtl;
+  const unsigned n = pod.preset.mxu.n;
+  fmt::print("{} slice {}x{} at ({},{}) of pod '{}' ({}x{} chips of preset '{}', n={}), seed {}\n",
+             tp::driver::backend_label(be), shape.w, shape.h, shape.x0, shape.y0, pod.name, pod.kx, pod.ky,
+             pod.preset.name, n, o.seed);
+  std::string what;
+  if (o.demo || !o.matmul.empty()) {
+    tp::driver::MatmulSpec spec{8 * n, 8 * n, 8 * n, true, false};
+    if (!o.matmul.empty()) {
+      const auto sh = parse_shape(o.matmul, 3, "--matmul");
+      spec = {sh[0], sh[1], sh[2], true, false};
+    }
+    const auto m = tp::driver::run_pod_matmul(*s, spec, o.seed, o.timeout);
+    r.status = m.status;
+    r.pass = m.pass;
+    r.output = m.output;
+    what = m.what;
+    fmt::print("  {}: {} instructions per chip\n", what, m.instructions);
+    fmt::print("  check:       {}\n",
+               !m.status.ok() ? "FAIL (the slice did not finish cleanly)"
+               : m.pass       ? "PASS (every chip holds the whole output, bit-exact with the host reference)"
+                              : fmt::format("FAIL: {} mismatching words", m.mismatches));
+  } else if (!o.traffic.empty()) {
+    const uint64_t seed = parse_u64(o.traffic, "--traffic");
+    const auto plan = tp::driver::random_ici_traffic(pod.preset, shape.w, shape.h, seed);
+    tp::driver::setup_ici_traffic(*s, plan);
+    r.status = s->run(o.timeout ? o.timeout : 1'000'000);
+    const auto bad = r.status.ok() ? tp::driver::check_ici_traffic(*s, plan) : std::vector<std::string>{};
+    r.pass = r.status.ok() && bad.empty();
+    what = fmt::format("random ICI traffic, seed {}, {} transfers", seed, plan.transfers.size());
+    fmt::print("  {}\n  check:       {}\n", what,
+               r.pass ? "PASS (every transfer arrived intact)" : fmt::format("FAIL\n{}", fmt::join(bad, "\n")));
+  } else {
+    if (!o.program.empty()) s->load_all(tp::isa::read_program(o.program));
+    for (const auto& pa : o.program_at) {
+      const auto eq = pa.find('=');
+      if (eq == std::string::npos) throw UsageError(fmt::format("--program-at '{}': expected X,Y=FILE", pa));
+      const auto [x, y] = parse_pair(pa.substr(0, eq), ',', "--program-at");
+      s->load(x, y, tp::isa::read_program(pa.substr(eq + 1)));
+    }
+    r.status = s->run(o.timeout ? o.timeout : 1'000'000);
+    r.pass = r.status.ok();
+    what = "programs";
+  }
+  for (const auto& c : r.status.chips) print_pod_chip(*s, c, rtl);
+  const double chip_cycles = static_cast<double>(r.status.cycles) * pod.kx * pod.ky;
+  const double rate = r.status.wall_seconds > 0 ? chip_cycles / r.status.wall_seconds : 0.0;
+  fmt::print("  pod:         {} in {} cycles{}; wall {:.3f} s, {:.0f} simulated chip-cycles/s\n",
+             r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.status.wall_seconds, rate);
+  if (!r.status.report.empty()) fmt::print("{}", r.status.report);
+  json chips = json::array();
+  for (const auto& c : r.status.chips) chips.push_back(pod_chip_json(*s, c));
+  r.report = {{"backend", tp::driver::backend_label(be)},
+              {"what", what},
+              {"pass", r.pass},
+              {"ok", r.status.ok()},
+              {"deadlock", r.status.deadlock},
+              {"timed_out", r.status.timed_out},
+              {"cycles", r.status.cycles},
+              {"wall_seconds", r.status.wall_seconds},
+              {"chip_cycles_per_s", rate},
+              {"report", r.status.report},
+              {"chips", chips}};
+  return r;
+}
+
+int cmd_pod(const PodOptions& o) {
+  const int modes = o.demo + !o.matmul.empty() + !o.traffic.empty() + (!o.program.empty() || !o.program_at.empty());
+  if (modes != 1)
+    throw UsageError("pod: give exactly one of --demo, --matmul MxKxN, --traffic SEED, --program FILE / --program-at");
+  if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
+    throw UsageError(fmt::format("--link-bit-error {}: a probability in [0, 0.5]", o.link_bit_error));
+  const auto cfg = tp::load_pod(o.pod);
+  const auto pod = tp::driver::pod_spec(cfg);
+  tp::driver::SliceShape shape{0, 0, pod.kx, pod.ky};
+  if (!cfg.slices.empty() && o.slice.empty()) {
+    const auto& sl = cfg.slices.front();
+    shape = {sl.x0, sl.y0, sl.w, sl.h};
+  }
+  if (!o.slice.empty()) std::tie(shape.w, shape.h) = parse_pair(o.slice, 'x', "--slice");
+  if (!o.origin.empty()) std::tie(shape.x0, shape.y0) = parse_pair(o.origin, ',', "--origin");
+  tp::driver::check_slice(pod, shape);
+  std::vector<Backend> backends;
+  if (o.backend == "both") {
+    backends = {Backend::golden, Backend::rtl};
+  } else {
+    backends = {tp::driver::parse_backend(o.backend)};
+  }
+  json report = {{"pod", json::parse(tp::pod_json(cfg))},
+                 {"preset", json::parse(tp::preset_json(pod.preset))},
+                 {"slice", {{"origin", {shape.x0, shape.y0}}, {"shape", {shape.w, shape.h}}}},
+                 {"runs", json::array()}};
+  bool ok = true;
+  std::vector<std::vector<uint32_t>> outputs;
+  for (const Backend be : backends) {
+    auto r = run_pod_once(o, pod, shape, be);
+    ok &= r.pass;
+    outputs.push_back(std::move(r.output));
+    report["runs"].push_back(std::move(r.report));
+  }
+  if (backends.size() == 2 && (o.demo || !o.matmul.empty())) {
+    const bool same = ok && outputs[0] == outputs[1];
+    fmt::print("rtl pod vs golden pod: {}\n",
+               same ? fmt::format("bit-exact ({} elements)", outputs[0].size()) : std::string("DIFFERENT"));
+    report["rtl_vs_golden_bit_exact"] = same;
+    ok &= same;
+  }
+  if (!o.report.empty()) write_report(o.report, report);
+  return ok ? kExitOk : kExitFail;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod: assemble, disassemble and run chip programs (docs/chip.md)"};
   app.require_subcommand(1);
@@ -373,6 +557,36 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--hbm-in", run.hbm_in, "program runs: load a file of 32-bit words into HBM at BEAT:FILE");
   run_cmd->add_option("--hbm-out", run.hbm_out, "program runs: save HBM BEAT:BEATS:FILE after the run");
 
+  PodOptions pod;
+  auto* pod_cmd = app.add_subcommand(
+      "pod",
+      "Run on a slice of a pod (configs/pods.json): the data-parallel matmul demo, random ICI traffic, or "
+      "programs; on the SystemC pod of Verilated chips (rtl), the golden pod, or both, compared");
+  pod_cmd->add_option("--pod", pod.pod,
+                      "pod from configs/pods.json: torus, chip preset, link latency, host boards "
+                      "(default: the file's default)");
+  pod_cmd->add_option("--slice", pod.slice, "slice shape WxH (default: the pod's first slice)");
+  pod_cmd->add_option("--origin", pod.origin, "slice origin X,Y in the pod (default: the pod's first slice's)");
+  pod_cmd->add_option("--backend", pod.backend, "rtl, golden or both")->capture_default_str();
+  pod_cmd->add_flag("--demo", pod.demo,
+                    "the make sim demo: C = A x W + b, 8n x 8n x 8n, the rows of A split over the slice's chips, "
+                    "then every chip gathers the whole C over ICI");
+  pod_cmd->add_option("--matmul", pod.matmul,
+                      "the demo's data-parallel matmul for shape MxKxN (M a multiple of the "
+                      "chip count)");
+  pod_cmd->add_option("--traffic", pod.traffic, "random ICI traffic with this seed, checked");
+  pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
+  pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
+  pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str();
+  pod_cmd->add_option("--timeout", pod.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
+  pod_cmd->add_option("--watchdog", pod.watchdog, "cycles with every unfinished chip waiting that make a deadlock")
+      ->capture_default_str();
+  pod_cmd->add_option("--link-bit-error", pod.link_bit_error, "probability of a flipped bit per link word")
+      ->capture_default_str();
+  pod_cmd->add_option("--report", pod.report, "write a JSON report to this file");
+  pod_cmd->add_option("--waves", pod.waves, "write FST waves of the rtl chips into this folder");
+  pod_cmd->add_option("--wave-chip", pod.wave_chips, "X,Y: only this pod chip's waves (repeatable)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -388,6 +602,7 @@ int main(int argc, char** argv) {
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_preset);
     if (*disasm_cmd) return cmd_disasm(disasm_in);
     if (*comp_cmd) return cmd_compile(comp, comp_out);
+    if (*pod_cmd) return cmd_pod(pod);
     return cmd_run(run);
   } catch (const UsageError& e) {
     fmt::print(stderr, "tensorpod: {}\n", e.what());

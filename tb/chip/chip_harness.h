@@ -29,6 +29,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -48,13 +49,29 @@ struct ChipStimulus {
   std::string wave_file;  // FST output, empty for none
 };
 
-// Counter indices (docs/chip.md, "Host interface").
+// Counter indices (generated from sw/isa/hw.json; docs/chip.md, "Host interface").
 namespace ctr {
-inline constexpr unsigned kCycles = 0, kUnitBase = 1, kBytesLoaded = 17, kBytesStored = 18, kMxuRows = 19,
-                          kMxuBusy = 20, kInstrs = 21, kVpuRows = 22, kVmemConflicts = 23, kMxuMacs = 24, kCount = 25;
-inline constexpr const char* kUnits[4] = {"load", "mxu", "vec", "store"};
+using isa::hw::Cnt;
+constexpr unsigned idx(Cnt c) { return static_cast<unsigned>(c); }
+inline constexpr unsigned kCycles = idx(Cnt::cycles), kUnitBase = idx(Cnt::load_busy),
+                          kBytesLoaded = idx(Cnt::bytes_loaded), kBytesStored = idx(Cnt::bytes_stored),
+                          kMxuRows = idx(Cnt::mxu_rows), kMxuBusy = idx(Cnt::mxu_array_busy),
+                          kInstrs = idx(Cnt::instructions), kVpuRows = idx(Cnt::vec_rows),
+                          kVmemConflicts = idx(Cnt::vmem_conflicts), kMxuMacs = idx(Cnt::mxu_macs),
+                          kIciBase = idx(Cnt::ici_busy), kCount = isa::hw::kNumCounters;
+// The units with a queue, in the ISA table's order; the ICI unit's counters follow the others'.
+inline constexpr const char* kUnits[5] = {"load", "mxu", "vec", "store", "ici"};
 inline constexpr const char* kKinds[4] = {"busy", "wait", "stall", "idle"};
+constexpr unsigned unit_counter(unsigned unit, unsigned kind) {
+  return unit < 4 ? kUnitBase + 4 * unit + kind : kIciBase + kind;
+}
+static_assert(isa::kQueues == 5 && idx(Cnt::store_idle) == kUnitBase + 15 && idx(Cnt::ici_idle) == kIciBase + 3);
 }  // namespace ctr
+
+// The ICI registers of a chip (CSR ICI_TORUS .. ICI_SLICE1): a standalone chip is a 1x1 torus.
+struct IciRegs {
+  unsigned kx = 1, ky = 1, x = 0, y = 0, x0 = 0, y0 = 0, w = 1, h = 1;
+};
 
 struct ChipRun {
   bool done = false, timed_out = false;
@@ -63,13 +80,22 @@ struct ChipRun {
   uint64_t cycles = 0;  // harness cycles from start to done
 };
 
+namespace csr = isa::hw;
+
 template <class Top>
 class ChipHarness {
  public:
   static constexpr bool kHbm = requires(Top t) { t.cmd_valid_o[0]; };
+  using Link = std::decay_t<decltype(std::declval<Top&>().ici_tx_data_o[0])>;
+  using Rev = std::decay_t<decltype(std::declval<Top&>().ici_rv_out_o[0])>;
 
-  ChipHarness(const Preset& p, ChipStimulus stim)
+  // external_links: the links are the caller's (a pod wires them, set_link_in before each tick);
+  // otherwise the chip is a 1x1 torus whose every link comes back to itself (N to S, E to W)
+  // after the preset's link latency.
+  ChipHarness(const Preset& p, ChipStimulus stim, bool external_links = false)
       : lanes_(p.mxu.n),
+        external_links_(external_links),
+        link_latency_(p.ici.link_latency),
         hbm_(p.hbm),
         stim_(std::move(stim)),
         rng_(stim_.seed),
@@ -102,7 +128,7 @@ class ChipHarness {
       trace_->open(stim_.wave_file.c_str());
     }
     reset();
-    const uint32_t info = csr_read(0x028);
+    const uint32_t info = csr_read(csr::kCsrInfo);
     const unsigned lanes = lanes_;
     if ((info & 0xffffu) != lanes)
       throw std::runtime_error(fmt::format(
@@ -126,8 +152,17 @@ class ChipHarness {
 
   // Reset the chip (not the memory's contents): every run starts from reset. An HBM subsystem
   // is reset only once, when the harness starts (DRAM keeps its rows open and its refresh
-  // schedule); before a later chip reset, the memory requests in flight drain.
+  // schedule); before a later chip reset, the memory requests in flight drain. The ICI
+  // registers are written again after the reset (they reset to a 1x1 torus).
   void reset() {
+    begin_reset();
+    for (int i = 0; i < 3; ++i) tick();
+    end_reset();
+    tick();
+    write_ici(ici_);
+  }
+  // The two halves of reset() for a pod, which clocks its chips itself.
+  void begin_reset() {
     if (wedged_)
       throw std::runtime_error("ChipHarness: the chip timed out on HBM with memory traffic in flight; open a new chip");
     if constexpr (kHbm) {
@@ -141,12 +176,38 @@ class ChipHarness {
     top_->rst_ni = 0;
     top_->csr_valid_i = 0;
     top_->csr_write_i = 0;
-    for (int i = 0; i < 3; ++i) tick();
+  }
+  void end_reset() {
     top_->rst_ni = 1;
     if constexpr (kHbm) top_->hbm_rst_ni = 1;
-    tick();
     started_ = true;
   }
+
+  // ---- ICI ----
+  // Written now and after every reset(); the chip ignores them while it runs.
+  void set_ici(const IciRegs& r) {
+    ici_ = r;
+    write_ici(r);
+  }
+  const IciRegs& ici() const { return ici_; }
+  void write_ici(const IciRegs& r) {
+    csr_write(csr::kCsrIciTorus, r.kx | (r.ky << 8));
+    csr_write(csr::kCsrIciCoord, r.x | (r.y << 8));
+    csr_write(csr::kCsrIciSlice0, r.x0 | (r.y0 << 8));
+    csr_write(csr::kCsrIciSlice1, r.w | (r.h << 8));
+  }
+  // Link port p (0 N, 1 S, 2 E, 3 W): what the chip sends, and what it receives next cycle.
+  bool link_tx_valid(unsigned p) const { return top_->ici_tx_valid_o[p]; }
+  const Link& link_tx_data(unsigned p) const { return top_->ici_tx_data_o[p]; }
+  const Rev& link_rv_out(unsigned p) const { return top_->ici_rv_out_o[p]; }
+  void set_link_in(unsigned p, bool valid, const Link& data, const Rev& rv) {
+    top_->ici_rx_valid_i[p] = valid;
+    top_->ici_rx_data_i[p] = data;
+    top_->ici_rv_in_i[p] = rv;
+  }
+  bool ici_busy() const { return top_->ici_busy_o; }
+  bool waiting() const { return top_->waiting_o; }
+  bool done() const { return top_->done_o; }
 
   // ---- memory (the host's backdoor: copy in and out) ----
   void write_mem(uint64_t beat, std::span<const uint32_t> words) {
@@ -229,44 +290,51 @@ class ChipHarness {
     return top_->csr_rdata_o;
   }
   uint64_t counter(unsigned k) {
-    const uint32_t lo = csr_read(0x100 + 8 * k), hi = csr_read(0x104 + 8 * k);
+    const uint32_t lo = csr_read(csr::kCsrCounter + 8 * k), hi = csr_read(csr::kCsrCounter + 4 + 8 * k);
     return (uint64_t{hi} << 32) | lo;
+  }
+  // Set the CSR inputs for one cycle without clocking (a pod clocks the chip itself).
+  void csr_drive(bool valid, bool write, uint32_t addr, uint32_t data) {
+    top_->csr_valid_i = valid;
+    top_->csr_write_i = write;
+    top_->csr_addr_i = static_cast<uint16_t>(addr);
+    top_->csr_wdata_i = data;
   }
 
   // The host's beat access through the chip's memory port (HOST_ADDR 0x030, HOST_CMD 0x034,
   // HOST_STATUS 0x038, data window 0x800): one beat per command, the slow path next to the
   // backdoor. Returns false when the chip refused the address (HOST_STATUS error bit).
   bool host_write_beat(uint64_t beat, std::span<const uint32_t> lanes) {
-    csr_write(0x030, static_cast<uint32_t>(beat));
-    for (unsigned j = 0; j < lanes_; ++j) csr_write(0x800 + 4 * j, lanes[j]);
-    csr_write(0x034, 2);
+    csr_write(csr::kCsrHostAddr, static_cast<uint32_t>(beat));
+    for (unsigned j = 0; j < lanes_; ++j) csr_write(csr::kCsrHostData + 4 * j, lanes[j]);
+    csr_write(csr::kCsrHostCmd, 2);
     const bool ok = host_wait();
     if constexpr (kHbm) drain_memory();  // posted: let it reach the DRAM
     return ok;
   }
   std::optional<std::vector<uint32_t>> host_read_beat(uint64_t beat) {
-    csr_write(0x030, static_cast<uint32_t>(beat));
-    csr_write(0x034, 1);
+    csr_write(csr::kCsrHostAddr, static_cast<uint32_t>(beat));
+    csr_write(csr::kCsrHostCmd, 1);
     if (!host_wait()) return std::nullopt;
     std::vector<uint32_t> out(lanes_);
-    for (unsigned j = 0; j < lanes_; ++j) out[j] = csr_read(0x800 + 4 * j);
+    for (unsigned j = 0; j < lanes_; ++j) out[j] = csr_read(csr::kCsrHostData + 4 * j);
     return out;
   }
 
   void load(const std::vector<isa::Word>& code) {
-    csr_write(0x014, 0);
+    csr_write(csr::kCsrImemAddr, 0);
     for (const auto& w : code) {
-      csr_write(0x018, static_cast<uint32_t>(w[0]));
-      csr_write(0x01c, static_cast<uint32_t>(w[0] >> 32));
-      csr_write(0x020, static_cast<uint32_t>(w[1]));
-      csr_write(0x024, static_cast<uint32_t>(w[1] >> 32));
+      csr_write(csr::kCsrImemData0, static_cast<uint32_t>(w[0]));
+      csr_write(csr::kCsrImemData1, static_cast<uint32_t>(w[0] >> 32));
+      csr_write(csr::kCsrImemData2, static_cast<uint32_t>(w[1]));
+      csr_write(csr::kCsrImemData3, static_cast<uint32_t>(w[1] >> 32));
     }
-    csr_write(0x010, static_cast<uint32_t>(code.size()));
+    csr_write(csr::kCsrProgLen, static_cast<uint32_t>(code.size()));
   }
 
   // Start and run until done or `timeout` cycles (a watchdog: never hangs).
   ChipRun run(uint64_t timeout) {
-    csr_write(0x000, 1);
+    csr_write(csr::kCsrCtrl, 1);
     ChipRun r;
     const uint64_t t0 = cycles_;
     while (cycles_ - t0 < timeout) {
@@ -278,6 +346,11 @@ class ChipHarness {
     }
     r.timed_out = !r.done;
     r.cycles = cycles_ - t0;
+    finish(r);
+    return r;
+  }
+  // After done (or a timeout): memory writes drained, error code and PC read.
+  void finish(ChipRun& r) {
     if constexpr (kHbm) {
       if (r.timed_out) {
         // The chip still runs and its memory traffic cannot be drained; the HBM cannot be reset
@@ -289,17 +362,17 @@ class ChipHarness {
         dram_->check_refresh(cycles_);
       }
     }
-    const uint32_t status = csr_read(0x004);
+    const uint32_t status = csr_read(csr::kCsrStatus);
     if (status & 4u) {
-      r.err = static_cast<uint8_t>(csr_read(0x008));
-      r.pc = csr_read(0x00c);
+      r.err = static_cast<uint8_t>(csr_read(csr::kCsrErrCode));
+      r.pc = csr_read(csr::kCsrErrPc);
     }
-    return r;
   }
 
   // One clock cycle: the memory model answers, the chip's combinational outputs settle, the
   // handshakes are taken, then the rising edge.
   void tick() {
+    if (!external_links_) loop_links_in();
     drive_memory();
     top_->clk_i = 0;
     top_->eval();
@@ -311,6 +384,7 @@ class ChipHarness {
     if (trace_) trace_->dump(ctx_->time());
     ctx_->timeInc(1);
     ++cycles_;
+    if (!external_links_) loop_links_out();
   }
 
  private:
@@ -334,11 +408,38 @@ class ChipHarness {
   bool chance(double p) { return p > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p; }
 
   bool host_wait() {
-    for (uint64_t t = 0; csr_read(0x038) & 1u; ++t) {
+    for (uint64_t t = 0; csr_read(csr::kCsrHostStatus) & 1u; ++t) {
       if (t > 100'000) throw std::runtime_error("ChipHarness: the host's memory access did not finish");
       tick();
     }
-    return (csr_read(0x038) & 2u) == 0;
+    return (csr_read(csr::kCsrHostStatus) & 2u) == 0;
+  }
+
+  // The 1x1 torus: port p's words arrive at port p^1 (N<->S, E<->W) link_latency cycles later;
+  // the reverse word for what port p sends comes from the receiver at p^1.
+  struct Wire {
+    bool valid = false;
+    Link data{};
+    Rev rv{};
+  };
+  void loop_links_in() {
+    if (loop_.empty()) {  // first cycle: every receiver's current reverse word on the wires
+      loop_.resize(4);
+      for (unsigned p = 0; p < 4; ++p) loop_[p].assign(link_latency_, Wire{false, Link{}, top_->ici_rv_out_o[p ^ 1u]});
+    }
+    for (unsigned p = 0; p < 4; ++p) {
+      const Wire& w = loop_[p ^ 1u].front();  // sent on the opposite port
+      top_->ici_rx_valid_i[p] = w.valid;
+      top_->ici_rx_data_i[p] = w.data;
+      top_->ici_rv_in_i[p] = loop_[p].front().rv;  // from the receiver of what p sends
+    }
+  }
+  void loop_links_out() {
+    for (unsigned p = 0; p < 4; ++p) {
+      loop_[p].pop_front();
+      loop_[p].push_back(
+          Wire{static_cast<bool>(top_->ici_tx_valid_o[p]), top_->ici_tx_data_o[p], top_->ici_rv_out_o[p ^ 1u]});
+    }
   }
 
   void drain_memory() {
@@ -454,6 +555,10 @@ class ChipHarness {
   }
 
   unsigned lanes_;
+  bool external_links_;
+  unsigned link_latency_;
+  IciRegs ici_;
+  std::vector<std::deque<Wire>> loop_;  // per sending port: the words on its way round
   HbmConfig hbm_;
   std::unique_ptr<HbmDram<Top>> dram_;
   std::FILE* cmdlog_ = nullptr;

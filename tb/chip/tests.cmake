@@ -49,3 +49,33 @@ set(TP_CHIP_BENCH_PRESETS tiny small CACHE STRING "Presets of the chip benchmark
 add_executable(chip_bench chip/chip_bench.cpp)
 target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
 target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI11 nlohmann_json::nlohmann_json)
+
+# The SystemC pod (tb/pod): the RTL backend of the slice driver per test preset (object
+# libraries, registered from static initializers), linked into the tensorpod tool and the pod
+# tests. Debian's SystemC 2.3.4 is built as C++17: C++20 code must say so (SC_CPLUSPLUS).
+find_library(TP_SYSTEMC_LIB systemc REQUIRED)
+add_library(tp_systemc INTERFACE)
+target_compile_definitions(tp_systemc INTERFACE SC_CPLUSPLUS=201703L SC_INCLUDE_DYNAMIC_PROCESSES)
+target_link_libraries(tp_systemc INTERFACE ${TP_SYSTEMC_LIB})
+add_library(tp_sc_main OBJECT pod/sc_main.cpp)
+target_link_libraries(tp_sc_main PUBLIC tp_systemc)
+set(TP_RTL_SLICES tp_sc_main)
+foreach(preset ${TP_TEST_PRESETS})
+  add_library(tp_rtl_slice_${preset} OBJECT pod/rtl_slice.cpp)
+  target_include_directories(tp_rtl_slice_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip
+                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm ${CMAKE_CURRENT_SOURCE_DIR}/pod)
+  target_compile_definitions(tp_rtl_slice_${preset} PRIVATE TP_PRESET="${preset}"
+                             TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
+  target_compile_options(tp_rtl_slice_${preset} PRIVATE ${TP_WARNINGS})
+  target_link_libraries(tp_rtl_slice_${preset} PUBLIC rtl_chip_${preset} tp_driver tp_tb_util tp_systemc)
+  list(APPEND TP_RTL_SLICES tp_rtl_slice_${preset})
+endforeach()
+target_link_libraries(tensorpod PRIVATE ${TP_RTL_SLICES})
+
+# The pod tests: RTL pods of tiny chips against the golden pod, one pod per process (SystemC).
+add_executable(test_pod pod/test_pod.cpp)
+target_include_directories(test_pod PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/pod)
+target_compile_options(test_pod PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_pod PRIVATE tp_rtl_slice_tiny tp_sc_main tp_driver tp_tb_util GTest::gtest_main)
+gtest_discover_tests(test_pod DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "pod")
+list(APPEND TP_TEST_TARGETS test_pod)

@@ -1,4 +1,5 @@
-// Presets: the shipped file is valid, and bad configs fail with messages that name the key.
+// Presets and pods: the shipped files are valid, and bad configs fail with messages that name the
+// key.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -125,6 +126,125 @@ TEST(Config, ChipSectionIsValidated) {
   on_hbm["presets"]["a"]["mxu"]["n"] = 12;
   EXPECT_NE(error_of(on_hbm.dump()).find("presets.a.chip.memory: \"hbm\" needs mxu.n = 8, 16, 32 or 64"),
             std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods (configs/pods.json)
+
+TEST(PodConfig, ShippedPodsAreValid) {
+  const auto pods = tp::load_pods();
+  ASSERT_GE(pods.size(), 9u);
+  const tp::PodConfig def = tp::load_pod("");
+  EXPECT_EQ(def.name, "2x2");
+  EXPECT_EQ(def.torus_x, 2u);
+  EXPECT_EQ(def.torus_y, 2u);
+  EXPECT_EQ(def.preset, "tiny");
+  EXPECT_EQ(def.link_latency, 1u);
+  EXPECT_EQ(def.board_x, 2u);
+  EXPECT_EQ(def.board_y, 2u);
+  ASSERT_EQ(def.slices.size(), 1u);
+  EXPECT_EQ(def.slices[0].name, "all");
+  EXPECT_EQ(def.slices[0].w, 2u);
+  for (const char* name : {"1x1", "1x2", "2x2", "1x4", "3x3", "4x4", "8x8", "v2-pod", "v3-pod"})
+    EXPECT_NO_THROW(tp::load_pod(name)) << name;
+  const tp::PodConfig v2 = tp::load_pod("v2-pod");
+  EXPECT_EQ(v2.torus_x * v2.torus_y, 256u);
+  EXPECT_EQ(v2.preset, "v2");
+  const tp::PodConfig v3 = tp::load_pod("v3-pod");
+  EXPECT_EQ(v3.torus_x, 32u);
+  EXPECT_EQ(v3.preset, "v2");
+  EXPECT_NE(v3.description.find("v2 preset"), std::string::npos) << v3.description;
+  const tp::PodConfig one = tp::load_pod("1x4");
+  EXPECT_EQ(one.torus_x, 1u);  // names are KXxKY
+  EXPECT_EQ(one.torus_y, 4u);
+  // pod_json is the file's form: it parses back to the same pod.
+  auto j = nlohmann::json::parse(tp::pod_json(v2));
+  j.erase("name");
+  const nlohmann::json file = {{"default", "p"}, {"pods", {{"p", j}}}};
+  const auto back = tp::parse_pods(file.dump(), "back.json", {"v2"});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].torus_x, v2.torus_x);
+  EXPECT_EQ(back[0].slices.size(), v2.slices.size());
+  EXPECT_EQ(back[0].description, v2.description);
+}
+
+TEST(PodConfig, UnknownPodNamesItAndTheKnownOnes) {
+  try {
+    tp::load_pod("9x9");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown pod '9x9' (known pods: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("8x8"), std::string::npos) << e.what();
+  }
+}
+
+// A valid pods file whose pod "p" has `key` set to `value` (JSON text); an empty value removes it.
+std::string pod_with(const std::string& key = "", const std::string& value = "") {
+  auto j = nlohmann::json::parse(R"({"default": "p", "pods": {"p": {"torus": [4, 2], "preset": "tiny",
+      "link_latency": 1, "host_board": [2, 2], "slices": [{"name": "a", "origin": [0, 0], "shape": [2, 2]},
+      {"name": "b", "origin": [2, 0], "shape": [2, 1]}]}}})");
+  if (!key.empty()) {
+    if (value.empty())
+      j["pods"]["p"].erase(key);
+    else
+      j["pods"]["p"][key] = nlohmann::json::parse(value);
+  }
+  return j.dump();
+}
+
+std::string pod_error(const std::string& json) {
+  try {
+    tp::parse_pods(json, "pods.json", {"tiny", "small"});
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PodConfig, BadPodsAreNamed) {
+  EXPECT_EQ(pod_error(pod_with()), "");
+  const auto p = tp::parse_pods(pod_with(), "pods.json", {"tiny"});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].slices[1].x0, 2u);
+  EXPECT_EQ(p[0].slices[1].h, 1u);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {pod_with("chips", "4"), "pods.json: pods.p.chips: unknown key"},
+      {pod_with("torus", "[0, 2]"), "pods.json: pods.p.torus.x: 0 is out of range [1, 32]"},
+      {pod_with("torus", "[4, 33]"), "pods.json: pods.p.torus.y: 33 is out of range [1, 32]"},
+      {pod_with("torus", "4"), "pods.json: pods.p.torus: expected [x, y], got 4"},
+      {pod_with("torus", ""), "pods.json: pods.p.torus: missing"},
+      {pod_with("preset", "\"huge\""), "pods.json: pods.p.preset: unknown preset 'huge' (known presets: tiny, small)"},
+      {pod_with("link_latency", "0"), "pods.json: pods.p.link_latency: 0 is out of range"},
+      {pod_with("host_board", "[3, 2]"), "pods.json: pods.p.host_board: [3, 2] does not divide the torus [4, 2]"},
+      {pod_with("host_board", "[4, 4]"), "pods.json: pods.p.host_board: [4, 4] does not divide the torus [4, 2]"},
+      {pod_with("slices", "[]"), "pods.json: pods.p.slices: missing, not a list or empty"},
+      {pod_with("slices", R"([{"name": "a", "origin": [3, 0], "shape": [2, 1]}])"),
+       "pods.json: pods.p.slices[0]: slice 'a' [3, 5) x [0, 1) runs outside the 4x2 torus"},
+      {pod_with(
+           "slices",
+           R"([{"name": "a", "origin": [0, 0], "shape": [2, 2]}, {"name": "b", "origin": [1, 1], "shape": [1, 1]}])"),
+       "pods.json: pods.p.slices[1]: slice 'b' [1, 2) x [1, 2) overlaps slices[0] 'a' [0, 2) x [0, 2)"},
+      {pod_with(
+           "slices",
+           R"([{"name": "a", "origin": [0, 0], "shape": [1, 1]}, {"name": "a", "origin": [1, 1], "shape": [1, 1]}])"),
+       "pods.json: pods.p.slices[1].name: 'a' names slices[0] too"},
+      {pod_with("slices", R"([{"name": "a", "origin": [0, 0], "shape": [0, 1]}])"),
+       "pods.json: pods.p.slices[0].shape.w: 0 is out of range [1, 32]"},
+      {pod_with("slices", R"([{"name": "a", "origin": [0, 0], "size": [1, 1]}])"),
+       "pods.json: pods.p.slices[0].size: unknown key"},
+      {pod_with("slices", R"([{"origin": [0, 0], "shape": [1, 1]}])"),
+       "pods.json: pods.p.slices[0].name: missing or not a string"},
+  };
+  for (const auto& [json, want] : cases) {
+    const std::string msg = pod_error(json);
+    EXPECT_EQ(msg.substr(0, want.size()), want) << msg;
+  }
+  auto bad_default = nlohmann::json::parse(pod_with());
+  bad_default["default"] = "q";
+  EXPECT_EQ(pod_error(bad_default.dump()), "pods.json: default: names unknown pod 'q'");
+  EXPECT_EQ(pod_error(R"({"default": "p"})"), "pods.json: pods: missing or empty");
+  EXPECT_NE(pod_error("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(pod_error(R"({"default": "p", "pods": {"p": 1}})").find("pods.p: expected an object"), std::string::npos);
 }
 
 }  // namespace

@@ -50,12 +50,21 @@ uint64_t random_bits(std::mt19937_64& rng, unsigned width) {
   }
 }
 
+// A signed field holds its value sign-extended to 64 bits: bits of `width`, bit width-1 copied up.
+uint64_t sign_extended(uint64_t bits, unsigned width) {
+  return ((bits >> (width - 1)) & 1) ? bits | ~((uint64_t{1} << width) - 1) : bits;
+}
+
 Instr random_instr(std::mt19937_64& rng, const InstrDesc& d) {
   Instr in;
   in.op = d.op;
   in.wait = static_cast<unsigned>(random_bits(rng, kWaitWidth));
   in.signal = static_cast<unsigned>(random_bits(rng, kSignalWidth));
-  for (unsigned k = 0; k < d.nfields; ++k) field(in.f, d.fields[k].id) = random_bits(rng, d.fields[k].width);
+  for (unsigned k = 0; k < d.nfields; ++k) {
+    const FieldDesc& f = d.fields[k];
+    const uint64_t bits = random_bits(rng, f.width);
+    field(in.f, f.id) = f.is_signed ? sign_extended(bits, f.width) : bits;
+  }
   return in;
 }
 
@@ -145,12 +154,16 @@ TEST(IsaTable, UnitOf) {
   EXPECT_EQ(unit_of(make(Op::fence, {{FieldId::unit, 0}})), Unit::load);
   EXPECT_EQ(unit_of(make(Op::fence, {{FieldId::unit, 2}})), Unit::vec);
   EXPECT_EQ(unit_of(make(Op::fence, {{FieldId::unit, 3}})), Unit::store);
+  EXPECT_EQ(unit_of(make(Op::fence, {{FieldId::unit, 4}})), Unit::ici);
   EXPECT_EQ(unit_of(make(Op::halt, {})), Unit::front);
+  EXPECT_EQ(unit_of(make(Op::ici_send, {})), Unit::ici);
   EXPECT_EQ(unit_of(make(Op::dma_ld, {})), Unit::load);
   EXPECT_EQ(unit_of(make(Op::dma_st, {})), Unit::store);
   EXPECT_EQ(unit_of(make(Op::mxu_mm, {})), Unit::mxu);
   EXPECT_EQ(unit_of(make(Op::vmov, {})), Unit::vec);
-  EXPECT_EQ(error_of([] { unit_of(make(Op::fence, {{FieldId::unit, 4}})); }), "fence: unit 4 is not a queue (0..3)");
+  EXPECT_EQ(kQueues, 5u);
+  EXPECT_EQ(error_of([] { unit_of(make(Op::fence, {{FieldId::unit, 5}})); }), "fence: unit 5 is not a queue (0..4)");
+  EXPECT_EQ(error_of([] { unit_of(make(Op::fence, {{FieldId::unit, 7}})); }), "fence: unit 7 is not a queue (0..4)");
 }
 
 TEST(IsaEncode, HaltIsOnlyTheCommonFields) {
@@ -217,10 +230,13 @@ TEST(IsaDecode, IllegalOpcodes) {
     }
   }
   EXPECT_EQ(illegal, 64 - kInstrs.size());
-  // The reserved ICI range among them.
-  Word w{};
-  put_bits(w, kOpcodeLsb, kOpcodeWidth, 32);
-  EXPECT_EQ(decode(w).err, Err::illegal_opcode);
+  // ici.send is 32; the rest of the ICI range is reserved, so illegal.
+  EXPECT_EQ(static_cast<unsigned>(Op::ici_send), 32u);
+  for (unsigned op = 33; op <= 39; ++op) {
+    Word w{};
+    put_bits(w, kOpcodeLsb, kOpcodeWidth, op);
+    EXPECT_EQ(decode(w).err, Err::illegal_opcode) << op;
+  }
 }
 
 TEST(IsaDecode, EverySetReservedBitIsBadField) {
@@ -249,8 +265,10 @@ TEST(IsaDecode, EverySetReservedBitIsBadField) {
   }
   // Spot checks that do not depend on the loop above.
   EXPECT_EQ(decode({1, uint64_t{1} << (kOpcodeLsb - 64)}).err, Err::bad_field);  // halt with bit 0
-  EXPECT_EQ(decode({uint64_t{1} << 2, 0}).err, Err::bad_field);                  // fence with bit 2
+  EXPECT_EQ(decode({uint64_t{1} << 3, 0}).err, Err::bad_field);                  // fence with bit 3
   EXPECT_EQ(decode({uint64_t{3}, 0}).err, Err::none);                            // fence unit 3
+  EXPECT_EQ(decode({uint64_t{4}, 0}).err, Err::none);                            // fence unit 4 (ici)
+  EXPECT_EQ(decode({uint64_t{7}, 0}).instr.f.unit, 7u);  // no queue, but decodes: the chip's check refuses it
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,6 +313,10 @@ w: mxu.lw W wait=1
   vmov end, w, start+1
   fence vec signal=4
   fence 3
+  fence ici wait=5
+  ici.send 0, 64, 8, -1, 0, rsem=3 signal=2
+  ici.send vaddr=X, raddr=W, rows=1, dx=31, dy=-32, abs=1
+  ici.send 1, 2, 3, -W+33, W-65
 halt_here: halt
 end:
 )";
@@ -305,6 +327,7 @@ TEST(IsaAsm, EveryMnemonic) {
   EXPECT_EQ(p.preset, "tiny");
   EXPECT_EQ(p.fingerprint, fingerprint(tiny()));
   auto imm = [](float f) { return uint64_t{std::bit_cast<uint32_t>(f)}; };
+  auto neg = [](uint64_t v) { return uint64_t{0} - v; };  // a signed field's value, sign-extended
   const std::vector<Instr> want = {
       make(Op::dma_ld, {{F::vaddr, 0}, {F::haddr, 0x100}, {F::rows, 4}, {F::cols, 2}, {F::hstride, 16}}, 0, 1),
       make(Op::dma_st, {{F::vaddr, 10}, {F::haddr, 1}, {F::rows, 1}, {F::cols, 1}, {F::hstride, 0}}, 2, 0),
@@ -334,9 +357,14 @@ TEST(IsaAsm, EveryMnemonic) {
       make(Op::vscale, {{F::dst, 100}, {F::a, 100}, {F::rows, 8}, {F::imm, 0x3f000000}}),
       make(Op::vscale, {{F::dst, 100}, {F::a, 100}, {F::rows, 8}, {F::imm, 0x3f800000}}),
       make(Op::vmov, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}}),
-      make(Op::vmov, {{F::dst, 32}, {F::a, 2}, {F::rows, 1}}),  // end = 32 (after halt), w = 2, start = 0
+      make(Op::vmov, {{F::dst, 36}, {F::a, 2}, {F::rows, 1}}),  // end = 36 (after halt), w = 2, start = 0
       make(Op::fence, {{F::unit, 2}}, 0, 4),
       make(Op::fence, {{F::unit, 3}}),
+      make(Op::fence, {{F::unit, 4}}, 5, 0),
+      make(Op::ici_send, {{F::vaddr, 0}, {F::raddr, 64}, {F::rows, 8}, {F::dx, neg(1)}, {F::dy, 0}, {F::rsem, 3}}, 0,
+           2),
+      make(Op::ici_send, {{F::vaddr, 72}, {F::raddr, 64}, {F::rows, 1}, {F::dx, 31}, {F::dy, neg(32)}, {F::abs, 1}}),
+      make(Op::ici_send, {{F::vaddr, 1}, {F::raddr, 2}, {F::rows, 3}, {F::dx, neg(31)}, {F::dy, neg(1)}}),
       make(Op::halt, {}),
   };
   ASSERT_EQ(p.code.size(), want.size());
@@ -366,6 +394,134 @@ TEST(IsaAsm, DisassemblyLines) {
             "vsel 1, 2, 3, b=4, imm=0x300");
   EXPECT_EQ(disassemble(make(Op::vscale, {{F::dst, 1}, {F::a, 1}, {F::rows, 3}, {F::imm, 0xbe800000}})),
             "vscale 1, 1, 3, imm=0xbe800000  # imm = -0.25");
+}
+
+// ---------------------------------------------------------------------------------------------
+// ici.send and signed fields
+
+TEST(IsaIci, SendEncodesSignedFieldsInTwosComplement) {
+  using F = FieldId;
+  const InstrDesc& d = desc(Op::ici_send);
+  EXPECT_EQ(d.unit, Unit::ici);
+  EXPECT_EQ(d.format, "ici");
+  const FieldDesc* dx = find_field(d, "dx");
+  const FieldDesc* dy = find_field(d, "dy");
+  ASSERT_NE(dx, nullptr);
+  ASSERT_NE(dy, nullptr);
+  EXPECT_TRUE(dx->is_signed);
+  EXPECT_TRUE(dy->is_signed);
+  EXPECT_FALSE(find_field(d, "rows")->is_signed);
+  EXPECT_TRUE(find_field(d, "rsem")->optional);
+  EXPECT_TRUE(find_field(d, "abs")->optional);
+  for (const InstrDesc& other : kInstrs)  // only dx and dy are signed
+    for (unsigned k = 0; k < other.nfields; ++k)
+      EXPECT_EQ(other.fields[k].is_signed, other.fields[k].id == F::dx || other.fields[k].id == F::dy)
+          << other.name << "." << other.fields[k].name;
+
+  const Instr in = make(Op::ici_send,
+                        {{F::vaddr, 5},
+                         {F::raddr, 6},
+                         {F::rows, 7},
+                         {F::dx, uint64_t{0} - 1},
+                         {F::dy, uint64_t{0} - 32},
+                         {F::rsem, 9},
+                         {F::abs, 1}},
+                        3, 4);
+  const Word w = encode(in);
+  EXPECT_EQ(w, reference_encode(in));
+  // The field bits are the low 6 bits of the value: -1 is 0b111111, -32 is 0b100000.
+  auto bits = [&](const FieldDesc* f) {
+    uint64_t v = 0;
+    for (unsigned j = 0; j < f->width; ++j) v |= ((w[(f->lsb + j) / 64] >> ((f->lsb + j) % 64)) & 1) << j;
+    return v;
+  };
+  EXPECT_EQ(bits(dx), 0x3fu);
+  EXPECT_EQ(bits(dy), 0x20u);
+  const Decoded dec = decode(w);
+  ASSERT_EQ(dec.err, Err::none);
+  EXPECT_EQ(dec.instr, in);
+  EXPECT_EQ(static_cast<int64_t>(dec.instr.f.dx), -1);
+  EXPECT_EQ(static_cast<int64_t>(dec.instr.f.dy), -32);
+  EXPECT_EQ(disassemble(in), "ici.send 5, 6, 7, -1, -32, rsem=9, abs=1 wait=3 signal=4");
+  EXPECT_EQ(disassemble(make(Op::ici_send, {{F::rows, 1}, {F::dx, 31}})), "ici.send 0, 0, 1, 31, 0");
+}
+
+TEST(IsaIci, SignedRangeIsCheckedByEncode) {
+  using F = FieldId;
+  EXPECT_NO_THROW(encode(make(Op::ici_send, {{F::rows, 1}, {F::dx, 31}, {F::dy, uint64_t{0} - 32}})));
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::ici_send, {{F::rows, 1}, {F::dx, 32}}));
+            }),
+            "ici.send: field dx = 32 does not fit its 6 bits (signed: -32 .. 31)");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::ici_send, {{F::rows, 1}, {F::dy, uint64_t{0} - 33}}));
+            }),
+            "ici.send: field dy = -33 does not fit its 6 bits (signed: -32 .. 31)");
+  // The raw field bits are not the value: 0x3f is 63, out of range (write -1).
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::ici_send, {{F::rows, 1}, {F::dx, 0x3f}}));
+            }),
+            "ici.send: field dx = 63 does not fit its 6 bits (signed: -32 .. 31)");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::ici_send, {{F::rsem, 16}}));
+            }),
+            "ici.send: field rsem = 16 (0x10) does not fit its 4 bits");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::fence, {{F::unit, 8}}));
+            }),
+            "fence: field unit = 8 (0x8) does not fit its 3 bits");
+  EXPECT_NO_THROW(encode(make(Op::fence, {{F::unit, 7}})));  // encodable; the chip's check refuses it
+}
+
+TEST(IsaIci, AssembleDisassembleRoundTrip) {
+  constexpr std::string_view src = R"(.set RIGHT, 1
+.set ROWS, 8
+fence ici wait=1
+ici.send 0, 64, ROWS, RIGHT, 0, rsem=3 signal=2
+ici.send vaddr=0, raddr=64, rows=8, dx=-1, dy=0, rsem=3 signal=2
+ici.send 8, 72, 1, -32, 31, abs=1, rsem=15
+ici.send 8, 72, 1, dy=-RIGHT, dx=RIGHT-2
+ici.send 0, 0, 1, -0, 0
+fence unit=4 signal=1
+halt
+)";
+  const Program p = assemble(src, "ici.s", tiny());
+  ASSERT_EQ(p.code.size(), 8u);
+  std::vector<Instr> got;
+  for (const Word& w : p.code) {
+    const Decoded dec = decode(w);
+    ASSERT_EQ(dec.err, Err::none);
+    got.push_back(dec.instr);
+  }
+  EXPECT_EQ(got[0].op, Op::fence);
+  EXPECT_EQ(unit_of(got[0]), Unit::ici);
+  using F = FieldId;
+  EXPECT_EQ(got[1], make(Op::ici_send,
+                         {{F::vaddr, 0}, {F::raddr, 64}, {F::rows, 8}, {F::dx, 1}, {F::dy, 0}, {F::rsem, 3}}, 0, 2));
+  EXPECT_EQ(static_cast<int64_t>(got[2].f.dx), -1);
+  EXPECT_EQ(static_cast<int64_t>(got[3].f.dx), -32);
+  EXPECT_EQ(static_cast<int64_t>(got[3].f.dy), 31);
+  EXPECT_EQ(got[3].f.abs, 1u);
+  EXPECT_EQ(static_cast<int64_t>(got[4].f.dx), -1);
+  EXPECT_EQ(static_cast<int64_t>(got[4].f.dy), -1);
+  EXPECT_EQ(got[5].f.dx, 0u);
+  EXPECT_EQ(unit_of(got[6]), Unit::ici);
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find("ici.send 0, 64, 8, -1, 0, rsem=3 signal=2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ici.send 8, 72, 1, -32, 31, rsem=15, abs=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("fence ici wait=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("fence ici signal=1\n"), std::string::npos) << text;
+  EXPECT_EQ(assemble(text, "back.s", tiny()), p);
+
+  // Every dx, dy value round-trips through the text.
+  for (int v = -32; v <= 31; ++v) {
+    const std::string line = fmt::format("ici.send 1, 2, 3, {}, {}\n", v, -1 - v);
+    const Program q = assemble(line, "v.s", tiny());
+    const Instr in = decode(q.code.at(0)).instr;
+    EXPECT_EQ(static_cast<int64_t>(in.f.dx), v);
+    EXPECT_EQ(static_cast<int64_t>(in.f.dy), -1 - v);
+    EXPECT_EQ(disassemble(in) + "\n", line);
+  }
 }
 
 TEST(IsaAsm, RandomProgramsRoundTripBitExact) {
@@ -432,7 +588,22 @@ TEST(IsaAsm, ErrorsNameFileLineColumnAndToken) {
       {"# comment\n\nhalt ; ok\n  mxu.lw 1 2",
        "t.s:4:10: expected a value of the form NUMBER, NAME, NAME+NUMBER or NAME-NUMBER, got '1 2'"},
       {".bogus 1", "t.s:1:1: unknown directive '.bogus'"},
-      {"fence 4", "t.s:1:7: value 4 does not fit unit (2 bits) '4'"},
+      {"fence 8", "t.s:1:7: value 8 does not fit unit (3 bits) '8'"},
+      {"fence ici, 1", "t.s:1:12: too many operands for fence (it takes 1) '1'"},
+      {"ici.send 0, 0, 1, 32, 0", "t.s:1:19: value 32 does not fit dx (6 bits, signed: -32 .. 31) '32'"},
+      {"ici.send 0, 0, 1, 0, -33", "t.s:1:22: value -33 does not fit dy (6 bits, signed: -32 .. 31) '-33'"},
+      {".set K, 40\nici.send 0, 0, 1, dx=-K, dy=0",
+       "t.s:2:22: value -40 does not fit dx (6 bits, signed: -32 .. 31) '-K'"},
+      {".set K, 40\nici.send 0, 0, 1, K-80, 0",
+       "t.s:2:19: value -40 does not fit dx (6 bits, signed: -32 .. 31) 'K-80'"},
+      {"ici.send 0, 0, 1, 0x3f, 0", "t.s:1:19: value 63 does not fit dx (6 bits, signed: -32 .. 31) '0x3f'"},
+      {"ici.send 0, 0, 1, -99999999999999999999, 0", "t.s:1:20: number does not fit 64 bits: '99999999999999999999'"},
+      {"ici.send 0, 0, 1, -9223372036854775808, 0", "t.s:1:19: value does not fit 64 bits: '-9223372036854775808'"},
+      {"ici.send 0, 0, 1, 0, 0, rsem=-1", "t.s:1:30: negative values are not allowed here: '-1'"},
+      {"ici.send -1, 0, 1, 0, 0", "t.s:1:10: negative values are not allowed here: '-1'"},
+      {"ici.send 0, 0, 1, 0", "t.s:1:1: missing operand dy of 'ici.send'"},
+      {"ici.send 0, 0, 1, 0, 0, abs=2", "t.s:1:29: value 2 does not fit abs (1 bits) '2'"},
+      {"ici.send 0, 0, 1, -, 0", "t.s:1:19: expected a number after '-'"},
       {"3: halt", "t.s:1:1: expected a mnemonic or directive, got '3'"},
   };
   for (const BadInput& c : cases) {

@@ -1,0 +1,139 @@
+#include "chip_timing.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+// The dataflow estimate (Stats::est_cycles). Not cycle accurate; a first-order model of the
+// decoupled units:
+//  - the front end hands over one instruction per cycle; an instruction needs a free slot in
+//    its queue, i.e. the instruction chip.queue places before it in that queue has completed;
+//  - an instruction starts at max(its unit is free, its dispatch, the arrival of the semaphore
+//    count it takes); durations: dma.ld / dma.st rows*cols + chip.mem_latency; mxu.lw n (on the
+//    weight loader, after the previous mxu.mm started: that frees the shadow buffer); mxu.mm
+//    rows on the row streamer (after its mxu.lw completed when it switches tiles), complete 2n
+//    later (the array's drain); vector ceil(rows / sublanes) + 4; fence waits for its queue, takes no time;
+//    ici.send one flit per cycle, rows * (1 + ceil(32 n / ici.flit_bits)) flits (a head flit and
+//    the row's body flits for every row): complete when the last flit has left;
+//  - completions (signals) of a queue are in order; est_cycles is the last completion;
+//  - an ici.send's rows arrive hops * ici.link_latency after it completes.
+// Ignored: the load and store DMA sharing the memory port, VMEM bank conflicts, memory
+// back-pressure, the front end's fetch pipeline, and on ICI the router's contention, credits and
+// packet heads (the RTL sends a head per packet of several rows).
+
+namespace tp::golden {
+
+namespace {
+
+using isa::Op;
+
+constexpr unsigned kMxu = static_cast<unsigned>(isa::Unit::mxu);
+
+class DataflowTiming final : public ChipTiming {
+ public:
+  explicit DataflowTiming(const tp::Preset& p)
+      : n_(p.mxu.n),
+        depth_(p.chip.queue),
+        sublanes_(p.chip.sublanes),
+        mem_latency_(p.chip.mem_latency),
+        flits_per_row_(1 + (32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits)),
+        link_latency_(p.ici.link_latency) {
+    reset();
+  }
+
+  std::unique_ptr<ChipTiming> clone() const override { return std::make_unique<DataflowTiming>(*this); }
+
+  void reset() override {
+    for (auto& s : slot_free_) s.assign(depth_, 0);
+    unit_free_.fill(0);
+    queue_done_.fill(0);
+    front_t_ = 0;
+    mxu_handoff_ = loader_free_ = streamer_free_ = last_mm_start_ = lw_done_ = 0;
+    switch_pending_ = false;
+  }
+
+  uint64_t dispatch(unsigned q, uint64_t seq) override {
+    // The slot this instruction takes was freed by the one `depth` places before it.
+    const uint64_t slot = seq >= depth_ ? slot_free_[q][seq % depth_] : 0;
+    front_t_ = std::max(front_t_ + 1, slot);
+    return front_t_;
+  }
+
+  void halt() override { front_t_ += 1; }
+
+  TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready) override {
+    const isa::Fields& f = in.f;
+    uint64_t start = 0, complete = 0;
+    switch (in.op) {
+      case Op::fence:
+        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_handoff_ : unit_free_[q]});
+        complete = start;
+        if (q == kMxu)
+          mxu_handoff_ = start;
+        else
+          unit_free_[q] = complete;
+        break;
+      case Op::dma_ld:
+      case Op::dma_st:
+        start = std::max(ready, unit_free_[q]);
+        complete = start + f.rows * f.cols + mem_latency_;
+        unit_free_[q] = complete;
+        break;
+      case Op::mxu_lw:
+        // The shadow buffer is free once the mm that switched to the current tile has started.
+        start = std::max({ready, mxu_handoff_, loader_free_, last_mm_start_});
+        complete = start + n_;
+        loader_free_ = complete;
+        lw_done_ = complete;
+        mxu_handoff_ = start;
+        switch_pending_ = true;
+        break;
+      case Op::mxu_mm:
+        start = std::max({ready, mxu_handoff_, streamer_free_});
+        if (switch_pending_) start = std::max(start, lw_done_);
+        switch_pending_ = false;  // its first row switches tiles
+        streamer_free_ = start + f.rows;
+        complete = start + f.rows + 2ull * n_;
+        mxu_handoff_ = start;
+        last_mm_start_ = start;
+        break;
+      case Op::ici_send:
+        start = std::max(ready, unit_free_[q]);
+        complete = start + f.rows * flits_per_row_;
+        unit_free_[q] = complete;
+        break;
+      default:  // vector: sublanes rows a cycle
+        start = std::max(ready, unit_free_[q]);
+        complete = start + (f.rows + sublanes_ - 1) / sublanes_ + 4;
+        unit_free_[q] = complete;
+        break;
+    }
+    complete = std::max(complete, queue_done_[q]);  // a queue's completions are in order
+    queue_done_[q] = complete;
+    slot_free_[q][seq % depth_] = complete;
+    return {start, complete};
+  }
+
+  uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const override {
+    return span.complete + uint64_t{hops} * link_latency_;
+  }
+
+  uint64_t front_time() const override { return front_t_; }
+
+ private:
+  unsigned n_, depth_, sublanes_, mem_latency_;
+  uint64_t flits_per_row_, link_latency_;
+
+  std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;  // ring: completion time by seq % depth
+  std::array<uint64_t, isa::kQueues> unit_free_{};             // load/vec/store/ici: last completion
+  std::array<uint64_t, isa::kQueues> queue_done_{};            // last completion per queue (in order)
+  uint64_t front_t_ = 0;
+  uint64_t mxu_handoff_ = 0, loader_free_ = 0, streamer_free_ = 0, last_mm_start_ = 0, lw_done_ = 0;
+  bool switch_pending_ = false;  // the next mxu.mm switches to the tile of the last mxu.lw
+};
+
+}  // namespace
+
+std::unique_ptr<ChipTiming> make_dataflow_timing(const tp::Preset& p) { return std::make_unique<DataflowTiming>(p); }
+
+}  // namespace tp::golden

@@ -1,0 +1,73 @@
+// The golden interpreter's timing estimate, apart from its function (docs/chip.md "The
+// interpreter's timing estimate").
+//
+// ChipModel executes each instruction atomically, in an order of its own (not the RTL's cycles).
+// It tells a ChipTiming what the front end and the units did, in that order, and the timing model
+// answers when it happened, in cycles. The semaphores carry the times across: each count a
+// semaphore gets is stamped with the time it arrived (a completion, or an ICI message's arrival),
+// and an instruction that takes the count is ready no earlier. The default model is the dataflow
+// estimate (make_dataflow_timing); another one can be plugged in with ChipModel::set_timing().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "config.h"
+#include "isa.h"
+
+namespace tp::golden {
+
+// When an instruction ran, in estimated cycles since start.
+struct TimeSpan {
+  uint64_t start = 0, complete = 0;
+};
+
+class ChipTiming {
+ public:
+  virtual ~ChipTiming() = default;
+  virtual std::unique_ptr<ChipTiming> clone() const = 0;
+
+  // A new run (ChipModel::load): every time back to 0.
+  virtual void reset() = 0;
+  // The front end hands an instruction to queue q (a Unit value), the queue's seq-th since the
+  // run started (0-based). Returns its dispatch time.
+  virtual uint64_t dispatch(unsigned q, uint64_t seq) = 0;
+  // The front end fetched halt.
+  virtual void halt() = 0;
+  // The head of queue q, its seq-th instruction, starts. ready: the latest of its dispatch time
+  // and the arrival of the semaphore count it took. Returns when it starts and completes; the
+  // completions of one queue are in order.
+  virtual TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr&, uint64_t ready) = 0;
+  // When the last row of an ici.send that ran over `span` is written on a destination `hops` link
+  // hops away (its rsem count arrives then).
+  virtual uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const = 0;
+  // The front end's time: the run's estimate is the latest of this and every completion.
+  virtual uint64_t front_time() const = 0;
+};
+
+// The dataflow estimate (chip_timing.cpp has its rules).
+std::unique_ptr<ChipTiming> make_dataflow_timing(const tp::Preset&);
+
+// A ChipTiming held by value: copying it copies the model and its state (clone()), so ChipModel
+// stays copyable.
+class TimingHolder {
+ public:
+  explicit TimingHolder(std::unique_ptr<ChipTiming> p) : p_(std::move(p)) {}
+  TimingHolder(const TimingHolder& o) : p_(o.p_ ? o.p_->clone() : nullptr) {}
+  TimingHolder& operator=(const TimingHolder& o) {
+    if (this != &o) p_ = o.p_ ? o.p_->clone() : nullptr;
+    return *this;
+  }
+  TimingHolder(TimingHolder&&) noexcept = default;
+  TimingHolder& operator=(TimingHolder&&) noexcept = default;
+  ~TimingHolder() = default;
+
+  ChipTiming& operator*() const { return *p_; }
+  ChipTiming* operator->() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<ChipTiming> p_;
+};
+
+}  // namespace tp::golden

@@ -1,0 +1,197 @@
+#include "pod_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace tp::golden {
+
+namespace {
+
+std::string slice_text(const Slice& s) {
+  return fmt::format("[{}, {}) x [{}, {})", s.x0, uint64_t{s.x0} + s.w, s.y0, uint64_t{s.y0} + s.h);
+}
+
+// The chips' preset, with the pod's torus and link latency (the timing estimate reads them).
+tp::Preset pod_preset(tp::Preset p, const PodTopology& t) {
+  p.ici.torus_x = t.kx;
+  p.ici.torus_y = t.ky;
+  p.ici.link_latency = t.link_latency;
+  return p;
+}
+
+std::vector<Slice> config_slices(const tp::PodConfig& c) {
+  std::vector<Slice> out;
+  for (const tp::PodSlice& s : c.slices) out.push_back(Slice{s.x0, s.y0, s.w, s.h});
+  return out;
+}
+
+}  // namespace
+
+PodModel::PodModel(const tp::Preset& preset, PodTopology topo, std::vector<Slice> slices)
+    : preset_(pod_preset(preset, topo)), topo_(topo), slices_(std::move(slices)) {
+  if (topo_.kx < 1 || topo_.kx > 32 || topo_.ky < 1 || topo_.ky > 32)
+    throw std::invalid_argument(fmt::format("PodModel: torus {}x{}: each side must be 1..32", topo_.kx, topo_.ky));
+  slice_of_.assign(size(), -1);
+  for (std::size_t k = 0; k < slices_.size(); ++k) {
+    const Slice& s = slices_[k];
+    if (s.w == 0 || s.h == 0 || uint64_t{s.x0} + s.w > topo_.kx || uint64_t{s.y0} + s.h > topo_.ky)
+      throw std::invalid_argument(fmt::format("PodModel: slice {} {} is empty or runs outside the {}x{} torus", k,
+                                              slice_text(s), topo_.kx, topo_.ky));
+    for (unsigned y = s.y0; y < s.y0 + s.h; ++y)
+      for (unsigned x = s.x0; x < s.x0 + s.w; ++x) {
+        int& owner = slice_of_[index(x, y)];
+        if (owner >= 0)
+          throw std::invalid_argument(fmt::format("PodModel: slice {} {} overlaps slice {} {} at chip ({}, {})", k,
+                                                  slice_text(s), owner, slice_text(slices_[owner]), x, y));
+        owner = static_cast<int>(k);
+      }
+  }
+  chips_.reserve(size());
+  for (unsigned i = 0; i < size(); ++i) {
+    chips_.emplace_back(preset_);
+    if (slice_of_[i] < 0) continue;
+    const Slice& s = slices_[slice_of_[i]];
+    const Coord c = coord(i);
+    chips_.back().set_ici(IciRegs{topo_.kx, topo_.ky, c.x, c.y, s.x0, s.y0, s.w, s.h});  // pod mode when w * h > 1
+  }
+  loaded_.assign(size(), false);
+  last_.assign(size(), ChipModel::Result{});
+}
+
+PodModel::PodModel(const tp::PodConfig& c)
+    : PodModel(tp::load_preset(c.preset), PodTopology{c.torus_x, c.torus_y, c.link_latency}, config_slices(c)) {}
+
+unsigned PodModel::index(unsigned x, unsigned y) const {
+  if (x >= topo_.kx || y >= topo_.ky)
+    throw std::out_of_range(
+        fmt::format("PodModel: chip ({}, {}) is outside the {}x{} torus", x, y, topo_.kx, topo_.ky));
+  return x + y * topo_.kx;
+}
+
+Coord PodModel::coord(unsigned i) const {
+  if (i >= size()) throw std::out_of_range(fmt::format("PodModel: chip index {} >= {} chips", i, size()));
+  return Coord{i % topo_.kx, i / topo_.kx};
+}
+
+std::optional<unsigned> PodModel::slice_index(unsigned x, unsigned y) const {
+  const int s = slice_of_[index(x, y)];
+  if (s < 0) return std::nullopt;
+  return static_cast<unsigned>(s);
+}
+
+ChipModel& PodModel::chip(unsigned x, unsigned y) { return chips_[index(x, y)]; }
+const ChipModel& PodModel::chip(unsigned x, unsigned y) const { return chips_[index(x, y)]; }
+
+void PodModel::load(unsigned x, unsigned y, const isa::Program& p) {
+  const unsigned i = index(x, y);
+  if (slice_of_[i] < 0)
+    throw std::invalid_argument(fmt::format("PodModel::load: chip ({}, {}) is in no slice (idle)", x, y));
+  chips_[i].load(p);
+  loaded_[i] = true;
+  last_[i] = ChipModel::Result{};
+}
+
+bool PodModel::loaded(unsigned x, unsigned y) const { return loaded_[index(x, y)]; }
+
+// A chip in pod mode sends through the pod (delivered after the round); one that is not (a 1x1
+// slice) delivers to itself at once and can send nowhere else.
+void PodModel::hook_senders() {
+  for (unsigned i = 0; i < size(); ++i) {
+    if (!chips_[i].pod_mode()) {
+      chips_[i].set_ici_sender({});
+      continue;
+    }
+    chips_[i].set_ici_sender([this, i](IciMessage m) {
+      if (m.dst.x >= topo_.kx || m.dst.y >= topo_.ky)
+        throw std::logic_error(fmt::format(
+            "PodModel: chip ({}, {}) sent to chip ({}, {}) at pc {}, outside the {}x{} torus (its ICI registers)",
+            m.src.x, m.src.y, m.dst.x, m.dst.y, m.pc, topo_.kx, topo_.ky));
+      pending_.push_back(Pending{i, std::move(m)});
+    });
+  }
+}
+
+PodResult PodModel::run(uint64_t max_steps) {
+  hook_senders();
+  PodResult out;
+  uint64_t budget = max_steps;
+  bool watchdog = false;
+  for (;;) {
+    bool moved = false;
+    for (unsigned i = 0; i < size() && !watchdog; ++i) {
+      if (!loaded_[i] || last_[i].done) continue;
+      const uint64_t before = last_[i].steps;
+      const ChipModel::Result r = chips_[i].run(budget);
+      const uint64_t ran = r.steps - before;
+      budget -= std::min(budget, ran);
+      moved = moved || ran > 0 || r.done;
+      last_[i] = r;
+      if (!r.done && !r.waiting) watchdog = true;  // the budget ran out
+    }
+    // Deliver what this round sent, in send order.
+    std::vector<Pending> batch;
+    batch.swap(pending_);
+    for (Pending& p : batch) {
+      chips_[index(p.msg.dst.x, p.msg.dst.y)].deliver(p.msg.raddr, p.msg.words, p.msg.rsem, p.msg.arrive_t);
+      latest_arrival_ = std::max(latest_arrival_, p.msg.arrive_t);
+      ++out.messages;
+      moved = true;
+    }
+    bool all_finished = true;
+    for (unsigned i = 0; i < size(); ++i) all_finished = all_finished && (!loaded_[i] || last_[i].done);
+    if (all_finished) {
+      out.done = true;
+      break;
+    }
+    if (watchdog) break;
+    if (!moved) {
+      out.deadlock = true;
+      break;
+    }
+  }
+  out.chips = last_;
+  out.est_cycles.resize(size());
+  out.pod_est_cycles = latest_arrival_;
+  for (unsigned i = 0; i < size(); ++i) {
+    out.est_cycles[i] = chips_[i].stats().est_cycles;
+    out.pod_est_cycles = std::max(out.pod_est_cycles, out.est_cycles[i]);
+    out.steps += last_[i].steps;
+    out.errors = out.errors || (loaded_[i] && last_[i].err != isa::Err::none);
+  }
+  out.report = report(out);
+  return out;
+}
+
+std::string PodModel::report(const PodResult& r) const {
+  std::string s = fmt::format("pod {}x{} (preset '{}'): ", topo_.kx, topo_.ky, preset_.name);
+  if (r.deadlock)
+    s += "deadlock: chips wait on semaphores, none can move and no message is in flight";
+  else if (r.done && r.errors)
+    s += "finished, with errors";
+  else if (r.done)
+    s += "done";
+  else
+    s += "stopped by the watchdog (max_steps unit instructions)";
+  s += fmt::format(", est {} cycles\n", r.pod_est_cycles);
+  for (unsigned i = 0; i < size(); ++i) {
+    if (!loaded_[i]) continue;
+    const Coord c = coord(i);
+    const ChipModel::Result& x = r.chips[i];
+    s += fmt::format("  chip ({}, {}): ", c.x, c.y);
+    if (x.err != isa::Err::none)
+      s += fmt::format("error {} at pc {}", isa::err_name(x.err), x.pc);
+    else if (x.done)
+      s += fmt::format("done at pc {}", x.pc);
+    else if (x.waiting)
+      s += fmt::format("waits at pc {} on semaphore {}", x.wait_pc, x.wait_sem);
+    else
+      s += fmt::format("stopped at pc {}", x.pc);
+    s += fmt::format(", {} steps, est {} cycles\n", x.steps, r.est_cycles[i]);
+  }
+  return s;
+}
+
+}  // namespace tp::golden

@@ -1,0 +1,101 @@
+// The golden pod: kx x ky golden chips (ChipModel) on a 2D torus, cut into slices, whose
+// ici.send messages are delivered between them (docs/isa.md, ici.send).
+//
+// Each chip in a slice gets the ICI registers of its slice (IciRegs: the torus, its coordinates,
+// the slice) and pod mode; chips in no slice are idle (never loaded or run).
+//
+// Scheduling is deterministic. run() repeats rounds: each loaded chip, in index order
+// (x + y * kx), runs until it is done, stops with an error, or waits (ChipModel::Result::waiting);
+// then the messages sent during the round are delivered in the order they were sent (so the
+// messages of one sender to one destination arrive in issue order). It stops when every loaded
+// chip has finished (done or error), or when a round moved nothing and no message is in flight:
+// a deadlock, reported with the chips that wait (pc, semaphore) and the ones that failed. A
+// chip's error stops only that chip.
+//
+// Timing: each chip keeps its own estimate (ChipModel::Stats::est_cycles). A message arrives at
+// the sender's estimate of its ici.send's completion plus hops * link_latency (chip_timing.cpp),
+// and the count it gives to rsem carries that time, so a receiver that waits on the message
+// cannot complete the waiting instruction before the arrival. The estimate is optimistic: the
+// network has no contention, and a chip runs ahead as far as its semaphores let it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip_model.h"
+#include "config.h"
+#include "ici_model.h"
+#include "isa.h"
+
+namespace tp::golden {
+
+struct PodTopology {
+  unsigned kx = 1, ky = 1;    // the torus: kx x ky chips, 1..32 each
+  unsigned link_latency = 1;  // cycles on each link (the timing estimate's)
+};
+
+struct PodResult {
+  std::vector<ChipModel::Result> chips;  // by chip index x + y * kx; chips not loaded: Result{}
+  std::vector<uint64_t> est_cycles;      // by chip index: each chip's timing estimate
+  uint64_t pod_est_cycles = 0;           // the latest chip estimate or message arrival
+  bool done = false;                     // every loaded chip finished (done or with an error)
+  bool deadlock = false;                 // chips wait, none can move and no message is in flight
+  bool errors = false;                   // some chip stopped with an error
+  uint64_t steps = 0;                    // unit instructions of every chip since load
+  uint64_t messages = 0;                 // messages the pod delivered in this run() (not a 1x1 slice's own)
+  std::string report;                    // human-readable: the pod's state and one line per loaded chip
+  bool ok() const { return done && !errors; }
+};
+
+class PodModel {
+ public:
+  // Throws std::invalid_argument: a torus outside 1..32, an empty slice, a slice outside the
+  // torus or overlapping another.
+  PodModel(const tp::Preset&, PodTopology, std::vector<Slice> slices);
+  // A configs/pods.json entry; its chips' preset comes from load_preset(cfg.preset).
+  explicit PodModel(const tp::PodConfig&);
+
+  const tp::Preset& preset() const { return preset_; }
+  const PodTopology& topology() const { return topo_; }
+  const std::vector<Slice>& slices() const { return slices_; }
+  unsigned size() const { return topo_.kx * topo_.ky; }
+  unsigned index(unsigned x, unsigned y) const;  // x + y * kx; throws std::out_of_range outside the torus
+  Coord coord(unsigned index) const;
+  std::optional<unsigned> slice_index(unsigned x, unsigned y) const;  // nothing for an idle chip
+
+  // A chip, for the host's backdoor (write_hbm, read_hbm, vmem, stats...) or to change its ICI
+  // registers. Throws std::out_of_range outside the torus.
+  ChipModel& chip(unsigned x, unsigned y);
+  const ChipModel& chip(unsigned x, unsigned y) const;
+
+  // Loads a chip's program (ChipModel::load). Throws std::invalid_argument for an idle chip.
+  void load(unsigned x, unsigned y, const isa::Program&);
+  bool loaded(unsigned x, unsigned y) const;
+
+  // Runs every loaded chip until the pod is done or deadlocked (above), or max_steps unit
+  // instructions more have run (a watchdog: done and deadlock false; run() may go on).
+  PodResult run(uint64_t max_steps = 1ull << 32);
+
+ private:
+  struct Pending {
+    unsigned from;  // sender's index
+    IciMessage msg;
+  };
+
+  void hook_senders();
+  std::string report(const PodResult&) const;
+
+  tp::Preset preset_;
+  PodTopology topo_;
+  std::vector<Slice> slices_;
+  std::vector<int> slice_of_;  // by chip index: slice index, -1 idle
+  std::vector<ChipModel> chips_;
+  std::vector<bool> loaded_;
+  std::vector<ChipModel::Result> last_;  // the latest result of each chip
+  std::vector<Pending> pending_;         // sent during the current round
+  uint64_t latest_arrival_ = 0;
+};
+
+}  // namespace tp::golden

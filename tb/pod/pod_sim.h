@@ -1,0 +1,286 @@
+// The SystemC pod (docs/pod.md): kx x ky Verilated chips, each an sc_module around its chip
+// harness, clocked by one sc_clock; every ICI link a pair of primitive channels (the link words
+// one way, the receiver's reverse words the other) with the pod's latency and an optional
+// bit-error hook; a host module per board of chips that writes its chips' registers over TLM-2.0
+// (b_transport: one clock per register write) and their memory through the debug transport (the
+// backdoor). A monitor ends the run when every chip is done and the network is quiet, or when
+// every chip that is not done waits and nothing moves for the watchdog's cycles (a deadlock), or
+// at the timeout.
+//
+// SystemC's kernel is global and cannot be reset: one PodSim per process.
+#pragma once
+
+#include <fmt/format.h>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+#include <systemc>
+#include <tlm>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chip_harness.h"
+#include "slice.h"
+
+namespace tp::tb {
+
+// Host address map of a chip's TLM target: registers below kMemBase, memory bytes above.
+inline constexpr uint64_t kMemBase = uint64_t{1} << 40;
+
+// A link channel: words written in one cycle are read `latency` cycles later; a word may get one
+// bit flipped (the bit-error hook), counted.
+template <class T>
+class LinkChannel : public sc_core::sc_prim_channel {
+ public:
+  struct Word {
+    bool valid = false;
+    T data{};
+  };
+  LinkChannel(const char* name, unsigned latency, double flip, unsigned bits, uint64_t seed)
+      : sc_core::sc_prim_channel(name), line_(latency), flip_(flip), bits_(bits), rng_(seed) {}
+  const Word& read() const { return line_.front(); }
+  void write(const Word& w) {
+    next_ = w;
+    request_update();
+  }
+  uint64_t flips() const { return flips_; }
+
+ private:
+  void update() override {
+    if (flip_ > 0 && next_.valid && std::bernoulli_distribution(flip_)(rng_)) {
+      flip_bit(next_.data, static_cast<unsigned>(rng_() % bits_));
+      ++flips_;
+    }
+    line_.pop_front();
+    line_.push_back(next_);
+  }
+  template <class U>
+  static void flip_bit(U& v, unsigned b) {
+    if constexpr (std::is_integral_v<U>)
+      v ^= static_cast<U>(U{1} << b);
+    else
+      v[b / 32] ^= 1u << (b % 32);
+  }
+  std::deque<Word> line_;
+  Word next_;
+  double flip_;
+  unsigned bits_;
+  std::mt19937_64 rng_;
+  uint64_t flips_ = 0;
+};
+
+template <class Top>
+class PodChip : public sc_core::sc_module {
+ public:
+  using Harness = ChipHarness<Top>;
+  using Fwd = LinkChannel<typename Harness::Link>;
+  using Rev = LinkChannel<typename Harness::Rev>;
+
+  sc_core::sc_in<bool> clk;
+  tlm_utils::simple_target_socket<PodChip> socket;
+
+  PodChip(sc_core::sc_module_name name, const Preset& p, ChipStimulus stim, unsigned x, unsigned y)
+      : sc_core::sc_module(name), socket("socket"), x_(x), y_(y), h_(p, stim, true) {
+    socket.register_b_transport(this, &PodChip::b_transport);
+    socket.register_transport_dbg(this, &PodChip::transport_dbg);
+    SC_HAS_PROCESS(PodChip);
+    SC_METHOD(tick);
+    sensitive << clk.pos();
+    dont_initialize();
+    h_.begin_reset();
+  }
+
+  // Wiring: what this chip sends on port p, and what it reads there (the neighbour's channels).
+  std::unique_ptr<Fwd> fwd[4];
+  std::unique_ptr<Rev> rev[4];
+  Fwd* fwd_in[4] = {};
+  Rev* rev_in[4] = {};
+
+  Harness& harness() { return h_; }
+  unsigned x() const { return x_; }
+  unsigned y() const { return y_; }
+  bool in_reset() const { return reset_left_ > 0; }
+  uint64_t cycles() const { return cycles_; }
+
+ private:
+  void tick() {
+    for (unsigned p = 0; p < 4; ++p) {
+      const auto& f = fwd_in[p]->read();
+      h_.set_link_in(p, f.valid, f.data, rev_in[p]->read().data);
+    }
+    if (pending_) h_.csr_drive(true, true, pend_addr_, pend_data_);
+    h_.tick();
+    ++cycles_;
+    if (pending_) {
+      h_.csr_drive(false, false, 0, 0);
+      pending_ = false;
+      written_.notify(sc_core::SC_ZERO_TIME);
+    }
+    if (reset_left_ > 0 && --reset_left_ == 0) h_.end_reset();
+    for (unsigned p = 0; p < 4; ++p) {
+      fwd[p]->write({h_.link_tx_valid(p), h_.link_tx_data(p)});
+      rev[p]->write({true, h_.link_rv_out(p)});
+    }
+  }
+
+  // Registers: a read answers at once (combinational), a write takes effect at the next clock.
+  void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time&) {
+    const uint64_t a = t.get_address();
+    if (a >= kMemBase || t.get_data_length() != 4) {
+      t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+      return;
+    }
+    uint32_t v = 0;
+    if (t.is_write()) {
+      std::memcpy(&v, t.get_data_ptr(), 4);
+      pend_addr_ = static_cast<uint32_t>(a);
+      pend_data_ = v;
+      pending_ = true;
+      sc_core::wait(written_);
+    } else {
+      v = h_.csr_read(static_cast<uint32_t>(a));
+      std::memcpy(t.get_data_ptr(), &v, 4);
+    }
+    t.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+  // Memory through the backdoor: whole beats (lanes x 4 bytes) at kMemBase + 4 * lanes * beat.
+  unsigned transport_dbg(tlm::tlm_generic_payload& t) {
+    const uint64_t a = t.get_address();
+    const uint64_t beat_bytes = 4ull * h_.lanes();
+    if (a < kMemBase || (a - kMemBase) % beat_bytes != 0 || t.get_data_length() % beat_bytes != 0) {
+      t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+      return 0;
+    }
+    const uint64_t beat = (a - kMemBase) / beat_bytes;
+    const std::size_t words = t.get_data_length() / 4;
+    if (t.is_write()) {
+      std::vector<uint32_t> w(words);
+      std::memcpy(w.data(), t.get_data_ptr(), t.get_data_length());
+      h_.write_mem(beat, w);
+    } else {
+      const auto w = h_.read_mem(beat, words / h_.lanes());
+      std::memcpy(t.get_data_ptr(), w.data(), t.get_data_length());
+    }
+    t.set_response_status(tlm::TLM_OK_RESPONSE);
+    return t.get_data_length();
+  }
+
+  unsigned x_, y_;
+  Harness h_;
+  unsigned reset_left_ = 4;  // cycles in reset after elaboration
+  uint64_t cycles_ = 0;
+  bool pending_ = false;
+  uint32_t pend_addr_ = 0, pend_data_ = 0;
+  sc_core::sc_event written_;
+};
+
+// What a host does for each of its chips in a run.
+struct HostJob {
+  unsigned chip = 0;  // index into the host's sockets
+  driver::IciSetting ici;
+  std::vector<isa::Word> code;
+};
+
+// A host: the chips of one board on TLM sockets. Its thread waits for reset, writes each chip's
+// ICI registers and program, reports itself loaded, and starts its chips when every host of the
+// pod is loaded (the pod's start event), one register write each.
+class PodHost : public sc_core::sc_module {
+ public:
+  sc_core::sc_in<bool> clk;
+  std::vector<std::unique_ptr<tlm_utils::simple_initiator_socket<PodHost>>> sockets;
+
+  PodHost(sc_core::sc_module_name name, unsigned chips) : sc_core::sc_module(name) {
+    for (unsigned c = 0; c < chips; ++c)
+      sockets.push_back(
+          std::make_unique<tlm_utils::simple_initiator_socket<PodHost>>(sc_core::sc_gen_unique_name("socket")));
+  }
+  void run(std::vector<HostJob> jobs, unsigned* loaded, sc_core::sc_event* all_loaded, unsigned hosts,
+           sc_core::sc_event* go) {
+    jobs_ = std::move(jobs);
+    loaded_ = loaded;
+    all_loaded_ = all_loaded;
+    hosts_ = hosts;
+    go_ = go;
+    sc_core::sc_spawn(sc_bind(&PodHost::thread, this));
+  }
+  void write_reg(unsigned chip, uint32_t addr, uint32_t value) {
+    tlm::tlm_generic_payload t;
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    t.set_command(tlm::TLM_WRITE_COMMAND);
+    t.set_address(addr);
+    t.set_data_ptr(reinterpret_cast<unsigned char*>(&value));
+    t.set_data_length(4);
+    t.set_streaming_width(4);
+    t.set_byte_enable_ptr(nullptr);
+    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    (*sockets.at(chip))->b_transport(t, d);
+    if (!t.is_response_ok()) throw std::runtime_error(fmt::format("host: register write {:#x} failed", addr));
+  }
+  uint32_t read_reg(unsigned chip, uint32_t addr) {
+    uint32_t value = 0;
+    tlm::tlm_generic_payload t;
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    t.set_command(tlm::TLM_READ_COMMAND);
+    t.set_address(addr);
+    t.set_data_ptr(reinterpret_cast<unsigned char*>(&value));
+    t.set_data_length(4);
+    t.set_streaming_width(4);
+    t.set_byte_enable_ptr(nullptr);
+    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    (*sockets.at(chip))->b_transport(t, d);
+    if (!t.is_response_ok()) throw std::runtime_error(fmt::format("host: register read {:#x} failed", addr));
+    return value;
+  }
+  // The backdoor (debug transport): whole beats.
+  void memory(unsigned chip, bool write, uint64_t byte_addr, std::span<uint32_t> words) {
+    tlm::tlm_generic_payload t;
+    t.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    t.set_address(kMemBase + byte_addr);
+    t.set_data_ptr(reinterpret_cast<unsigned char*>(words.data()));
+    t.set_data_length(static_cast<unsigned>(words.size() * 4));
+    t.set_streaming_width(static_cast<unsigned>(words.size() * 4));
+    t.set_byte_enable_ptr(nullptr);
+    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    (*sockets.at(chip))->transport_dbg(t);
+    if (!t.is_response_ok())
+      throw std::runtime_error(fmt::format("host: memory access at byte {:#x} failed", byte_addr));
+  }
+
+ private:
+  void thread() {
+    namespace hw = isa::hw;
+    sc_core::wait(8, sc_core::SC_NS);  // past the chips' reset (clock period 1 ns)
+    for (const auto& j : jobs_) {
+      write_reg(j.chip, hw::kCsrIciTorus, j.ici.kx | (j.ici.ky << 8));
+      write_reg(j.chip, hw::kCsrIciCoord, j.ici.x | (j.ici.y << 8));
+      write_reg(j.chip, hw::kCsrIciSlice0, j.ici.x0 | (j.ici.y0 << 8));
+      write_reg(j.chip, hw::kCsrIciSlice1, j.ici.w | (j.ici.h << 8));
+      write_reg(j.chip, hw::kCsrImemAddr, 0);
+      for (const auto& w : j.code) {
+        write_reg(j.chip, hw::kCsrImemData0, static_cast<uint32_t>(w[0]));
+        write_reg(j.chip, hw::kCsrImemData1, static_cast<uint32_t>(w[0] >> 32));
+        write_reg(j.chip, hw::kCsrImemData2, static_cast<uint32_t>(w[1]));
+        write_reg(j.chip, hw::kCsrImemData3, static_cast<uint32_t>(w[1] >> 32));
+      }
+      write_reg(j.chip, hw::kCsrProgLen, static_cast<uint32_t>(j.code.size()));
+    }
+    if (++*loaded_ == hosts_) all_loaded_->notify(sc_core::SC_ZERO_TIME);
+    sc_core::wait(*go_);
+    for (const auto& j : jobs_) write_reg(j.chip, hw::kCsrCtrl, 1);
+  }
+
+  std::vector<HostJob> jobs_;
+  unsigned* loaded_ = nullptr;
+  sc_core::sc_event* all_loaded_ = nullptr;
+  unsigned hosts_ = 0;
+  sc_core::sc_event* go_ = nullptr;
+};
+
+}  // namespace tp::tb
