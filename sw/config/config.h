@@ -100,7 +100,7 @@ struct PodConfig {
   std::string description;
   unsigned torus_x = 1, torus_y = 1;  // 1..32 each
   std::string preset;                 // the chips' preset (a name in configs/presets.json)
-  unsigned link_latency = 1;  // cycles on each link (the pod's; the preset's ici.link_latency is the router tests')
+  unsigned link_latency = 1;          // cycles on each link (the preset's ici.link_latency is the router tests')
   unsigned board_x = 1, board_y = 1;  // "host_board": chips per host board; divides the torus
   std::vector<PodSlice> slices;       // at least one
 };

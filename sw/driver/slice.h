@@ -66,6 +66,7 @@ struct SliceStatus {
   std::string report;              // one line per chip that failed or waits
   uint64_t cycles = 0;             // pod cycles from start to the end of the run
   double wall_seconds = 0;         // wall-clock time of the run
+  double chip_eval_seconds = 0;    // rtl: of which inside the chips' own evaluation (the rest: the pod)
   bool ok() const;                 // every chip done without error, no deadlock, no timeout
 };
 

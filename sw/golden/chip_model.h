@@ -103,8 +103,8 @@ class ChipModel {
   // whole rows, rsem > 15) or std::out_of_range (rows past VMEM).
   void deliver(uint32_t raddr, std::span<const uint32_t> words, unsigned rsem, uint64_t arrive_t = 0);
 
-  // Replaces the timing estimate (the default: make_dataflow_timing(preset)); takes effect from
-  // the next load().
+  // Replaces the timing estimate (the default: make_dataflow_timing(preset)), reset to time 0;
+  // call it between runs. Throws std::invalid_argument for a null model.
   void set_timing(std::unique_ptr<ChipTiming>);
 
   // Statistics; the names of the RTL counters where they exist. instructions: instructions the

@@ -79,3 +79,38 @@ target_compile_options(test_pod PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_pod PRIVATE tp_rtl_slice_tiny tp_sc_main tp_driver tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_pod DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "pod")
 list(APPEND TP_TEST_TARGETS test_pod)
+
+# make bench: build/reports/pod.json, one pod per process (SystemC), each run appending.
+add_executable(pod_bench pod/pod_bench.cpp)
+target_include_directories(pod_bench PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/pod)
+target_compile_options(pod_bench PRIVATE ${TP_WARNINGS})
+target_link_libraries(pod_bench PRIVATE tp_rtl_slice_tiny tp_rtl_slice_small tp_sc_main tp_driver CLI11::CLI11
+                      nlohmann_json::nlohmann_json)
+set(TP_POD_REPORT ${PROJECT_BINARY_DIR}/reports/pod.json)
+set(_pod_cmds "")
+foreach(hops 1 2 3 4)
+  foreach(bytes 32 1024 16384)
+    list(APPEND _pod_cmds COMMAND pod_bench --scenario transfer --hops ${hops} --bytes ${bytes} --out ${TP_POD_REPORT})
+  endforeach()
+endforeach()
+foreach(preset tiny small)
+  list(APPEND _pod_cmds COMMAND pod_bench --scenario transfer --hops 1 --bytes 32768 --preset ${preset}
+       --out ${TP_POD_REPORT})
+endforeach()
+list(APPEND _pod_cmds COMMAND pod_bench --scenario exchange --bytes 8192 --out ${TP_POD_REPORT})
+foreach(shape "2;2" "4;4")
+  list(GET shape 0 sx)
+  list(GET shape 1 sy)
+  foreach(be rtl golden)
+    list(APPEND _pod_cmds COMMAND pod_bench --scenario speed --pod ${sx} --pod-y ${sy} --backend ${be}
+         --out ${TP_POD_REPORT})
+  endforeach()
+endforeach()
+add_custom_target(bench_pod
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/reports
+  COMMAND ${CMAKE_COMMAND} -E rm -f ${TP_POD_REPORT}
+  ${_pod_cmds}
+  COMMAND ${CMAKE_COMMAND} -E echo "wrote ${TP_POD_REPORT}"
+  DEPENDS pod_bench
+  USES_TERMINAL
+  COMMENT "Pod benchmark: ICI transfers, neighbour exchange, simulation speed")

@@ -108,6 +108,7 @@ class PodChip : public sc_core::sc_module {
   unsigned y() const { return y_; }
   bool in_reset() const { return reset_left_ > 0; }
   uint64_t cycles() const { return cycles_; }
+  double eval_seconds() const { return eval_ns_ * 1e-9; }  // wall time inside the chip's own evaluation
 
  private:
   void tick() {
@@ -116,7 +117,9 @@ class PodChip : public sc_core::sc_module {
       h_.set_link_in(p, f.valid, f.data, rev_in[p]->read().data);
     }
     if (pending_) h_.csr_drive(true, true, pend_addr_, pend_data_);
+    const auto t0 = std::chrono::steady_clock::now();
     h_.tick();
+    eval_ns_ += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     ++cycles_;
     if (pending_) {
       h_.csr_drive(false, false, 0, 0);
@@ -176,6 +179,7 @@ class PodChip : public sc_core::sc_module {
   Harness h_;
   unsigned reset_left_ = 4;  // cycles in reset after elaboration
   uint64_t cycles_ = 0;
+  double eval_ns_ = 0;
   bool pending_ = false;
   uint32_t pend_addr_ = 0, pend_data_ = 0;
   sc_core::sc_event written_;
@@ -186,6 +190,7 @@ struct HostJob {
   unsigned chip = 0;  // index into the host's sockets
   driver::IciSetting ici;
   std::vector<isa::Word> code;
+  bool run = true;  // false: only the ICI registers (an idle chip still routes its neighbours' traffic)
 };
 
 // A host: the chips of one board on TLM sockets. Its thread waits for reset, writes each chip's
@@ -262,6 +267,7 @@ class PodHost : public sc_core::sc_module {
       write_reg(j.chip, hw::kCsrIciCoord, j.ici.x | (j.ici.y << 8));
       write_reg(j.chip, hw::kCsrIciSlice0, j.ici.x0 | (j.ici.y0 << 8));
       write_reg(j.chip, hw::kCsrIciSlice1, j.ici.w | (j.ici.h << 8));
+      if (!j.run) continue;
       write_reg(j.chip, hw::kCsrImemAddr, 0);
       for (const auto& w : j.code) {
         write_reg(j.chip, hw::kCsrImemData0, static_cast<uint32_t>(w[0]));
@@ -273,7 +279,8 @@ class PodHost : public sc_core::sc_module {
     }
     if (++*loaded_ == hosts_) all_loaded_->notify(sc_core::SC_ZERO_TIME);
     sc_core::wait(*go_);
-    for (const auto& j : jobs_) write_reg(j.chip, hw::kCsrCtrl, 1);
+    for (const auto& j : jobs_)
+      if (j.run) write_reg(j.chip, hw::kCsrCtrl, 1);
   }
 
   std::vector<HostJob> jobs_;

@@ -141,19 +141,23 @@ class RtlSlice final : public tp::driver::Slice {
       std::vector<tp::tb::HostJob> jobs;
       for (unsigned k = 0; k < top_->host_chips[b].size(); ++k) {
         const unsigned idx = top_->host_chips[b][k];
-        if (!programs_[idx]) continue;
-        if (!ici[idx])
+        if (programs_[idx] && !ici[idx])
           throw DriverError(
               fmt::format("rtl slice: chip ({},{}) has a program but is in no slice", idx % kx, idx / kx));
-        jobs.push_back({k, *ici[idx], programs_[idx]->code});
+        // Every chip learns the torus and its place, an idle one too: its router carries its
+        // slice's traffic. A chip in no slice is a slice of its own.
+        const unsigned x = idx % kx, y = idx / kx;
+        const auto setting = ici[idx] ? *ici[idx] : tp::driver::ici_setting(pod, {x, y, 1, 1}, x, y);
+        jobs.push_back({k, setting, programs_[idx] ? programs_[idx]->code : std::vector<tp::isa::Word>{},
+                        programs_[idx].has_value()});
       }
-      if (jobs.empty()) continue;
       ++nhosts;
       active_hosts_.emplace_back(b, std::move(jobs));
     }
     for (auto& [b, jobs] : active_hosts_) top_->hosts[b]->run(jobs, &loaded_, &go_, nhosts, &go_);
 
     tp::driver::SliceStatus st;
+    for (auto& c : top_->chips) eval_before_.push_back(c->eval_seconds());
     const auto t0 = std::chrono::steady_clock::now();
     // Wait until every host has started its chips: the chips' cycle counters start then.
     std::vector<unsigned> running;
@@ -198,6 +202,7 @@ class RtlSlice final : public tp::driver::Slice {
       }
     }
     st.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& c : top_->chips) st.chip_eval_seconds += c->eval_seconds() - eval_before_[&c - &top_->chips[0]];
     st.cycles = started ? cycle() - start_cycle : 0;
     for (unsigned i : running) {
       auto& h = top_->chips[i]->harness();
@@ -255,6 +260,7 @@ class RtlSlice final : public tp::driver::Slice {
   std::vector<std::pair<unsigned, std::vector<tp::tb::HostJob>>> active_hosts_;
   std::map<unsigned, std::map<std::string, uint64_t>> counters_;
   uint64_t flips_ = 0;
+  std::vector<double> eval_before_;
 };
 
 const bool registered = [] {

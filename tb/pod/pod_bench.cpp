@@ -1,0 +1,157 @@
+// make bench: build/reports/pod.json (docs/pod.md, docs/benchmarks.md). One scenario per process
+// (SystemC: one pod per process); each run appends its results to the report.
+//   transfer: one chip sends B bytes to a chip h hops away on a 1 x 2h ring (h = 1 .. 4);
+//             latency = the receiver's cycles until the data and the signal are in, fraction of
+//             one link's peak = bits / (cycles * flit bits)
+//   exchange: every chip of a 4x4 pod sends B bytes to each of its four neighbours at once;
+//             the links' busy fraction
+//   speed:    random traffic on a kx x ky pod (rtl or golden): simulated chip-cycles per second,
+//             and the pod's overhead on top of the chips' own evaluation
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "pod_programs.h"
+#include "slice.h"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using namespace tp::driver;
+
+PodSpec make_pod(const std::string& preset, unsigned kx, unsigned ky) {
+  PodSpec p;
+  p.name = fmt::format("{}x{}", kx, ky);
+  p.preset = tp::load_preset(preset);
+  p.kx = kx;
+  p.ky = ky;
+  p.link_latency = 1;
+  p.board_x = std::min(2u, kx);
+  p.board_y = std::min(2u, ky);
+  return p;
+}
+
+tp::isa::Program assemble(const PodSpec& p, const std::string& text) {
+  return tp::isa::assemble(text, "pod_bench", p.preset);
+}
+
+void append(const std::string& path, const json& entry) {
+  json report;
+  if (std::filesystem::exists(path)) {
+    std::ifstream in(path);
+    report = json::parse(in);
+  } else {
+    report = {{"benchmark", "pod"}, {"results", json::array()}};
+  }
+  report["results"].push_back(entry);
+  std::ofstream out(path);
+  out << report.dump(2) << "\n";
+}
+
+json resolved(const PodSpec& p) {
+  return {{"pod", {{"torus", {p.kx, p.ky}}, {"link_latency", p.link_latency}, {"host_board", {p.board_x, p.board_y}}}},
+          {"preset_config", json::parse(tp::preset_json(p.preset))}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pod_bench: ICI transfers, neighbour exchange and pod simulation speed (build/reports/pod.json)"};
+  std::string scenario, out = "build/reports/pod.json", preset = "tiny", backend = "rtl";
+  unsigned hops = 1, kx = 2, ky = 2;
+  uint64_t bytes = 4096, seed = 1;
+  app.add_option("--scenario", scenario, "transfer, exchange or speed")->required();
+  app.add_option("--hops", hops, "transfer: hops to the destination (1..4)")->capture_default_str();
+  app.add_option("--bytes", bytes, "transfer / exchange: bytes per transfer (a multiple of a VMEM row)")
+      ->capture_default_str();
+  app.add_option("--pod", kx, "speed: pod width")->capture_default_str();
+  app.add_option("--pod-y", ky, "speed: pod height")->capture_default_str();
+  app.add_option("--backend", backend, "speed: rtl or golden")->capture_default_str();
+  app.add_option("--preset", preset, "chip preset")->capture_default_str();
+  app.add_option("--seed", seed, "speed: traffic seed")->capture_default_str();
+  app.add_option("--out", out, "report to append to")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    json e;
+    if (scenario == "transfer") {
+      if (hops < 1 || hops > 4) throw DriverError(fmt::format("--hops {}: 1..4", hops));
+      const PodSpec p = make_pod(preset, 1, 2 * hops);
+      const uint64_t row_bytes = 4ull * p.preset.mxu.n;
+      if (bytes % row_bytes != 0 || bytes / row_bytes < 1 || bytes / row_bytes > p.preset.chip.vmem_rows)
+        throw DriverError(fmt::format("--bytes {}: a multiple of {} up to VMEM's {} rows", bytes, row_bytes,
+                                      p.preset.chip.vmem_rows));
+      const uint64_t rows = bytes / row_bytes;
+      auto s = Slice::open(p, {0, 0, 1, 2 * hops}, Backend::rtl);
+      s->load(0, 0,
+              assemble(p, fmt::format("ici.send vaddr=0, raddr=0, rows={}, dx=0, dy={}, rsem=2\nhalt\n", rows, hops)));
+      s->load(0, hops, assemble(p, "fence 3 wait=2\nhalt\n"));
+      const auto st = s->run(1'000'000);
+      if (!st.ok()) throw DriverError("transfer: " + st.report);
+      const uint64_t cycles = s->counters(0, hops).at("cycles");
+      const double frac = static_cast<double>(bytes * 8) / (static_cast<double>(cycles) * p.preset.ici.flit_bits);
+      e = {{"test", "transfer"},   {"pod", p.name},  {"preset", preset}, {"backend", "rtl"},
+           {"hops", hops},         {"bytes", bytes}, {"cycles", cycles}, {"fraction_of_link_peak", frac},
+           {"config", resolved(p)}};
+      fmt::print("transfer {} B over {} hop(s): {} cycles, {:.3f} of one link's peak\n", bytes, hops, cycles, frac);
+    } else if (scenario == "exchange") {
+      const PodSpec p = make_pod(preset, 4, 4);
+      const uint64_t rows = bytes / (4ull * p.preset.mxu.n);
+      auto s = Slice::open(p, {0, 0, 4, 4}, Backend::rtl);
+      // Every chip sends to +x, -x, +y, -y (four links), then waits for its four arrivals.
+      const std::string prog = fmt::format(
+          "ici.send vaddr=0, raddr={0}, rows={0}, dx=1, dy=0, rsem=2\n"
+          "ici.send vaddr=0, raddr={1}, rows={0}, dx=-1, dy=0, rsem=2\n"
+          "ici.send vaddr=0, raddr={2}, rows={0}, dx=0, dy=1, rsem=2\n"
+          "ici.send vaddr=0, raddr={3}, rows={0}, dx=0, dy=-1, rsem=2\n"
+          "fence 3 wait=2\nfence 3 wait=2\nfence 3 wait=2\nfence 3 wait=2\nhalt\n",
+          rows, 2 * rows, 3 * rows, 4 * rows);
+      s->load_all(assemble(p, prog));
+      const auto st = s->run(1'000'000);
+      if (!st.ok()) throw DriverError("exchange: " + st.report);
+      uint64_t flits = 0, cycles = 0;
+      for (unsigned y = 0; y < 4; ++y)
+        for (unsigned x = 0; x < 4; ++x) {
+          const auto c = s->counters(x, y);
+          for (const char* l : {"n", "s", "e", "w"}) flits += c.at(fmt::format("ici_flits_{}", l));
+          cycles = std::max(cycles, c.at("cycles"));
+        }
+      const double busy = static_cast<double>(flits) / (64.0 * static_cast<double>(cycles));
+      const double frac =
+          static_cast<double>(bytes * 8 * 64) / (64.0 * static_cast<double>(cycles) * p.preset.ici.flit_bits);
+      e = {{"test", "exchange"},   {"pod", p.name},    {"preset", preset},           {"backend", "rtl"},
+           {"bytes", bytes},       {"cycles", cycles}, {"link_busy_fraction", busy}, {"fraction_of_link_peak", frac},
+           {"config", resolved(p)}};
+      fmt::print("exchange {} B to each of 4 neighbours on 4x4: {} cycles, links busy {:.3f}, {:.3f} of peak\n", bytes,
+                 cycles, busy, frac);
+    } else if (scenario == "speed") {
+      const PodSpec p = make_pod(preset, kx, ky);
+      const Backend be = parse_backend(backend);
+      auto s = Slice::open(p, {0, 0, kx, ky}, be);
+      const auto plan = random_ici_traffic(p.preset, kx, ky, seed, 8, 64);
+      setup_ici_traffic(*s, plan);
+      const auto st = s->run(10'000'000);
+      if (!st.ok()) throw DriverError("speed: " + st.report);
+      const double chip_cycles = static_cast<double>(st.cycles) * kx * ky;
+      const double rate = chip_cycles / st.wall_seconds;
+      const double overhead = be == Backend::rtl && st.chip_eval_seconds > 0
+                                  ? (st.wall_seconds - st.chip_eval_seconds) / st.chip_eval_seconds
+                                  : 0.0;
+      e = {{"test", "speed"},           {"pod", p.name},        {"preset", preset},
+           {"backend", backend},        {"cycles", st.cycles},  {"wall_seconds", st.wall_seconds},
+           {"chip_cycles_per_s", rate}, {"overhead", overhead}, {"transfers", plan.transfers.size()},
+           {"config", resolved(p)}};
+      fmt::print("speed {} pod ({}): {} cycles in {:.3f} s, {:.0f} chip-cycles/s, pod overhead {:.1f}%\n", p.name,
+                 backend, st.cycles, st.wall_seconds, rate, 100 * overhead);
+    } else {
+      throw DriverError(fmt::format("--scenario {}: transfer, exchange or speed", scenario));
+    }
+    append(out, e);
+  } catch (const std::exception& ex) {
+    fmt::print(stderr, "pod_bench: {}\n", ex.what());
+    return 1;
+  }
+  return 0;
+}
