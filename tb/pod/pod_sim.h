@@ -215,32 +215,10 @@ class PodHost : public sc_core::sc_module {
     go_ = go;
     sc_core::sc_spawn(sc_bind(&PodHost::thread, this));
   }
-  void write_reg(unsigned chip, uint32_t addr, uint32_t value) {
-    tlm::tlm_generic_payload t;
-    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-    t.set_command(tlm::TLM_WRITE_COMMAND);
-    t.set_address(addr);
-    t.set_data_ptr(reinterpret_cast<unsigned char*>(&value));
-    t.set_data_length(4);
-    t.set_streaming_width(4);
-    t.set_byte_enable_ptr(nullptr);
-    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    (*sockets.at(chip))->b_transport(t, d);
-    if (!t.is_response_ok()) throw std::runtime_error(fmt::format("host: register write {:#x} failed", addr));
-  }
+  void write_reg(unsigned chip, uint32_t addr, uint32_t value) { reg(chip, true, addr, value); }
   uint32_t read_reg(unsigned chip, uint32_t addr) {
     uint32_t value = 0;
-    tlm::tlm_generic_payload t;
-    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-    t.set_command(tlm::TLM_READ_COMMAND);
-    t.set_address(addr);
-    t.set_data_ptr(reinterpret_cast<unsigned char*>(&value));
-    t.set_data_length(4);
-    t.set_streaming_width(4);
-    t.set_byte_enable_ptr(nullptr);
-    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    (*sockets.at(chip))->b_transport(t, d);
-    if (!t.is_response_ok()) throw std::runtime_error(fmt::format("host: register read {:#x} failed", addr));
+    reg(chip, false, addr, value);
     return value;
   }
   // The backdoor (debug transport): whole beats.
@@ -281,6 +259,22 @@ class PodHost : public sc_core::sc_module {
     sc_core::wait(*go_);
     for (const auto& j : jobs_)
       if (j.run) write_reg(j.chip, hw::kCsrCtrl, 1);
+  }
+
+  // One register access over b_transport (a write takes the chip's next clock).
+  void reg(unsigned chip, bool write, uint32_t addr, uint32_t& value) {
+    tlm::tlm_generic_payload t;
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    t.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    t.set_address(addr);
+    t.set_data_ptr(reinterpret_cast<unsigned char*>(&value));
+    t.set_data_length(4);
+    t.set_streaming_width(4);
+    t.set_byte_enable_ptr(nullptr);
+    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    (*sockets.at(chip))->b_transport(t, d);
+    if (!t.is_response_ok())
+      throw std::runtime_error(fmt::format("host: register {} {:#x} failed", write ? "write" : "read", addr));
   }
 
   std::vector<HostJob> jobs_;
