@@ -49,10 +49,12 @@ std::string describe(const Status&);
 inline constexpr std::string_view kCycles = "cycles", kBytesLoaded = "bytes_loaded", kBytesStored = "bytes_stored",
                                   kMxuRows = "mxu_rows", kInstructions = "instructions";
 
-// The RTL's performance counters by index k (docs/chip.md): "cycles", "load_busy", "load_wait",
-// "load_stall", "load_idle", the same for mxu, vec and store, "bytes_loaded", "bytes_stored",
-// "mxu_rows", "mxu_array_busy", "instructions", "vec_rows", "vmem_conflicts", "mxu_macs". An RTL backend names its
-// counters with these.
+// The RTL's performance counters by index k (docs/chip.md): the counters of sw/isa/hw.json
+// (tp::isa::hw::kCounters), 49 of them. The first 25 are as before: "cycles", "load_busy",
+// "load_wait", "load_stall", "load_idle", the same for mxu, vec and store, "bytes_loaded",
+// "bytes_stored", "mxu_rows", "mxu_array_busy", "instructions", "vec_rows", "vmem_conflicts",
+// "mxu_macs"; then the ICI unit's and the router's ("ici_busy" .. "ici_flits_local"). An RTL
+// backend names its counters with these.
 std::span<const std::string_view> rtl_counter_names();
 
 class Chip {
