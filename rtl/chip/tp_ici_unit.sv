@@ -12,8 +12,9 @@
 // ici_slice when abs coordinates lie outside the slice: a one-flit probe goes to the router,
 // which refuses it (and counts the refusal), and the unit stops with the error.
 //
-// Receive: flits come off the router's ejection port on up to V VCs (packets of different
-// senders interleave flit by flit); each VC reassembles its rows, complete rows queue for a VMEM
+// Receive: flits come off the router's ejection port tagged with their output VC (an output VC is
+// held from head to tail, and every sender uses lane 0, so today packets arrive whole, one after
+// another); each VC keeps its own reassembly state and rows, complete rows queue for a VMEM
 // write port, and the row written last of a packet marked last signals rsem.
 module tp_ici_unit
   import tp_isa_pkg::*;

@@ -16,6 +16,7 @@
 #include <systemc>
 #include <tlm>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -51,6 +52,9 @@ class LinkChannel : public sc_core::sc_prim_channel {
     request_update();
   }
   uint64_t flips() const { return flips_; }
+  bool carrying() const {  // a valid word is on its way
+    return std::any_of(line_.begin(), line_.end(), [](const Word& w) { return w.valid; });
+  }
 
  private:
   void update() override {

@@ -166,8 +166,8 @@ class RtlSlice final : public tp::driver::Slice {
     auto cycle = [] { return static_cast<uint64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 + 0.5); };
     const uint64_t limit = cycle() + timeout_cycles + 64 * 1024;  // loading takes cycles too
     bool started = false;
-    uint64_t start_cycle = 0, quiet = 0, stuck = 0;
-    constexpr unsigned kStep = 16;
+    uint64_t start_cycle = 0, quiet = 0, stuck = 0, end_cycle = 0;
+    constexpr unsigned kStep = 16, kQuiet = 320;
     while (true) {
       sc_core::sc_start(sc_core::sc_time(double{kStep}, sc_core::SC_NS));
       if (!started) {
@@ -188,10 +188,16 @@ class RtlSlice final : public tp::driver::Slice {
         all_done &= h.done();
         all_blocked &= h.done() || h.waiting();
       }
-      for (auto& c : top_->chips) net_busy |= c->harness().ici_busy();
+      for (auto& c : top_->chips) {
+        net_busy |= c->harness().ici_busy();
+        for (unsigned p = 0; p < 4; ++p) net_busy |= c->fwd[p]->carrying();
+      }
+      if (quiet == 0) end_cycle = cycle();  // the run ends here if the quiet lasts
       quiet = (all_done && !net_busy) ? quiet + kStep : 0;
       stuck = (!all_done && all_blocked && !net_busy) ? stuck + kStep : 0;
-      if (quiet >= 64) break;
+      // Quiet: no network interface busy and no flit on a link for longer than a link-layer
+      // retransmission timeout (256 cycles), so nothing can still be inside a router.
+      if (quiet >= kQuiet) break;
       if (stuck >= opt_.watchdog) {
         st.deadlock = true;
         break;
@@ -203,7 +209,8 @@ class RtlSlice final : public tp::driver::Slice {
     }
     st.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (auto& c : top_->chips) st.chip_eval_seconds += c->eval_seconds() - eval_before_[&c - &top_->chips[0]];
-    st.cycles = started ? cycle() - start_cycle : 0;
+    // Up to the first quiet step (the quiet window itself is not the program's time).
+    st.cycles = started ? (quiet >= kQuiet ? end_cycle : cycle()) - start_cycle : 0;
     for (unsigned i : running) {
       auto& h = top_->chips[i]->harness();
       tp::driver::ChipOutcome o;
