@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #ifndef TP_SOURCE_DIR
 #error "TP_SOURCE_DIR must be defined by the build"
@@ -20,8 +21,21 @@ namespace {
 
 using nlohmann::json;
 
+// What fail() throws: a ConfigError that keeps the key's path and the complaint, so that a message
+// about a preset can add which base the offending value came from.
+class KeyError : public ConfigError {
+ public:
+  KeyError(const std::string& origin, std::string where, std::string what)
+      : ConfigError(fmt::format("{}: {}: {}", origin, where, what)), where_(std::move(where)), what_(std::move(what)) {}
+  const std::string& where() const { return where_; }
+  const std::string& what_text() const { return what_; }
+
+ private:
+  std::string where_, what_;
+};
+
 [[noreturn]] void fail(const std::string& origin, const std::string& where, const std::string& what) {
-  throw ConfigError(fmt::format("{}: {}: {}", origin, where, what));
+  throw KeyError(origin, where, what);
 }
 
 void check_keys(const json& obj, const std::set<std::string>& allowed, const std::string& origin,
@@ -129,6 +143,7 @@ HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string&
   return h;
 }
 
+// `j` is the preset after inheritance (resolve_preset): no "base" key left.
 Preset parse_one(const std::string& name, const json& j, const std::string& origin) {
   const std::string where = "presets." + name;
   check_keys(j, {"description", "clock_mhz", "mxu", "chip", "ici", "hbm"}, origin, where);
@@ -193,6 +208,106 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   return p;
 }
 
+// ---- Inheritance: a preset (or a base) may name a base ("base": "<name>"), an entry of the
+// top-level "bases" object (abstract: not a preset itself) or another preset.
+
+std::string names_of(const json& obj) {
+  std::string list;
+  for (const auto& [name, body] : obj.items()) list += (list.empty() ? "" : ", ") + name;
+  return list.empty() ? "none" : list;
+}
+
+// The entry called `name`: its path in the file ("bases.test", "presets.tiny") and its body, or
+// nullptr when neither "bases" nor "presets" has it (parse_presets keeps the two apart).
+const json* find_entry(const json& root, const std::string& name, std::string& where) {
+  for (const char* group : {"bases", "presets"}) {
+    if (root.contains(group) && root[group].contains(name)) {
+      where = fmt::format("{}.{}", group, name);
+      return &root[group][name];
+    }
+  }
+  return nullptr;
+}
+
+// `value` with every leaf (scalar or array) replaced by `source`: where each value came from.
+json sources_of(const json& value, const std::string& source) {
+  if (!value.is_object()) return source;
+  json out = json::object();
+  for (const auto& [key, v] : value.items()) out[key] = sources_of(v, source);
+  return out;
+}
+
+// Merges `over` into `into`: a key of `over` replaces the same key of `into`, except that two
+// objects merge key by key (recursively); arrays and scalars replace. `sources` mirrors `into`.
+void merge_over(json& into, json& sources, const json& over, const std::string& source) {
+  for (const auto& [key, value] : over.items()) {
+    if (value.is_object() && into.contains(key) && into[key].is_object()) {
+      merge_over(into[key], sources[key], value, source);
+    } else {
+      into[key] = value;
+      sources[key] = sources_of(value, source);
+    }
+  }
+}
+
+// Preset `name` with its chain of bases merged in: the most distant base first, the preset last.
+// `sources` gets, for every leaf, the base it came from ("base 'test'", "preset 'small'") or ""
+// for the preset's own values.
+json resolve_preset(const json& root, const std::string& name, const std::string& origin, json& sources) {
+  std::vector<std::string> chain{name};  // names, the preset first
+  std::vector<std::pair<std::string, const json*>> entries{{"presets." + name, &root["presets"][name]}};
+  for (;;) {
+    const std::string where = entries.back().first;
+    const json* body = entries.back().second;
+    if (!body->is_object()) fail(origin, where, "expected an object");
+    if (!body->contains("base")) break;
+    const json& b = (*body)["base"];
+    if (!b.is_string() || b.get<std::string>().empty())
+      fail(origin, where + ".base", fmt::format("expected the name of a base, got {}", b.dump()));
+    const std::string base = b.get<std::string>();
+    std::string text;
+    for (const auto& n : chain) text += n + " -> ";
+    text += base;
+    if (std::find(chain.begin(), chain.end(), base) != chain.end())
+      fail(origin, "presets." + name + ".base", fmt::format("the base chain {} is a cycle", text));
+    std::string base_where;
+    const json* base_body = find_entry(root, base, base_where);
+    if (!base_body) {
+      const std::string via = entries.size() > 1 ? fmt::format(" (preset '{}' inherits {})", name, text) : "";
+      fail(origin, where + ".base",
+           fmt::format("unknown base '{}'{}: it is neither in bases ({}) nor in presets ({})", base, via,
+                       names_of(root.value("bases", json::object())), names_of(root["presets"])));
+    }
+    chain.push_back(base);
+    entries.emplace_back(base_where, base_body);
+  }
+  json out = json::object();
+  sources = json::object();
+  for (std::size_t k = entries.size(); k-- > 0;) {
+    json body = *entries[k].second;
+    body.erase("base");
+    const std::string& where = entries[k].first;
+    const std::string source =
+        k == 0 ? "" : fmt::format("{} '{}'", where.rfind("bases.", 0) == 0 ? "base" : "preset", chain[k]);
+    merge_over(out, sources, body, source);
+  }
+  return out;
+}
+
+// The base that the value at `where` ("presets.tiny.hbm.timing.trefi") came from, or "" when the
+// preset sets it itself (or it is missing).
+std::string inherited_from(const json& sources, const std::string& where, const std::string& prefix) {
+  if (where.rfind(prefix + ".", 0) != 0) return "";
+  const json* node = &sources;
+  std::stringstream path(where.substr(prefix.size() + 1));
+  for (std::string key; std::getline(path, key, '.');) {
+    if (node->is_string()) break;  // an array's element (ici.torus.y): the array's source
+    if (!node->is_object() || !node->contains(key)) return "";
+    node = &(*node)[key];
+  }
+  return node->is_string() ? node->get<std::string>() : "";
+}
+
 json parse_text(const std::string& text, const std::string& origin) {
   try {
     return json::parse(text);
@@ -218,13 +333,34 @@ std::filesystem::path default_config_path() {
 
 std::vector<Preset> parse_presets(const std::string& json_text, const std::string& origin) {
   const json root = parse_text(json_text, origin);
-  check_keys(root, {"default", "presets"}, origin, "(top)");
+  check_keys(root, {"comment", "default", "bases", "presets"}, origin, "(top)");
   if (!root.contains("presets") || !root["presets"].is_object() || root["presets"].empty())
     fail(origin, "presets", "missing or empty");
+  if (root.contains("bases")) {
+    if (!root["bases"].is_object()) fail(origin, "bases", "expected an object");
+    for (const auto& [name, body] : root["bases"].items()) {
+      if (root["presets"].contains(name))
+        fail(origin, "bases." + name, fmt::format("'{}' is a preset too (a name is either a base or a preset)", name));
+    }
+  }
   std::vector<Preset> out;
-  for (const auto& [name, body] : root["presets"].items()) out.push_back(parse_one(name, body, origin));
+  for (const auto& [name, body] : root["presets"].items()) {
+    json sources;
+    const json resolved = resolve_preset(root, name, origin, sources);
+    try {
+      out.push_back(parse_one(name, resolved, origin));
+    } catch (const KeyError& e) {
+      const std::string from = inherited_from(sources, e.where(), "presets." + name);
+      if (from.empty()) throw;
+      fail(origin, e.where(), fmt::format("{} (inherited from {})", e.what_text(), from));
+    }
+  }
   const std::string def = default_preset_name(json_text, origin);
-  if (!root["presets"].contains(def)) fail(origin, "default", fmt::format("names unknown preset '{}'", def));
+  if (!root["presets"].contains(def)) {
+    const bool base = root.contains("bases") && root["bases"].contains(def);
+    fail(origin, "default",
+         fmt::format("names unknown preset '{}'{}", def, base ? " (it is a base, not a preset)" : ""));
+  }
   return out;
 }
 
@@ -247,7 +383,10 @@ Preset load_preset(const std::string& name, const std::filesystem::path& file) {
     if (p.name == want) return p;
     known += (known.empty() ? "" : ", ") + p.name;
   }
-  throw ConfigError(fmt::format("{}: unknown preset '{}' (known presets: {})", file.string(), want, known));
+  const json root = parse_text(text, file.string());
+  const bool base = root.contains("bases") && root["bases"].contains(want);
+  throw ConfigError(fmt::format("{}: unknown preset '{}' ({}known presets: {})", file.string(), want,
+                                base ? "bases." + want + " is only a base for presets to inherit from; " : "", known));
 }
 
 // ---------------------------------------------------------------------------------------------

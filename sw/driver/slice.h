@@ -49,6 +49,9 @@ struct SliceOptions {
   std::string wave_dir;                                   // FST waves of the chips below (rtl), "" for none
   std::vector<std::pair<unsigned, unsigned>> wave_chips;  // pod coordinates; empty: every chip
   uint64_t watchdog = 20000;  // cycles in which no chip moves and every chip waits: a deadlock
+  // rtl: these chips (pod coordinates) are golden chips behind Verilated routers, the rest
+  // Verilated chips: a mixed pod (docs/pod.md).
+  std::vector<std::pair<unsigned, unsigned>> golden_chips;
 };
 
 struct ChipOutcome {

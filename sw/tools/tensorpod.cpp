@@ -335,7 +335,7 @@ int cmd_run(const RunOptions& o) {
 
 struct PodOptions {
   std::string pod, slice, origin, backend = "both", report, program, waves;
-  std::vector<std::string> program_at, wave_chips;
+  std::vector<std::string> program_at, wave_chips, golden_chips;
   bool demo = false;
   std::string matmul, traffic;
   uint64_t seed = 1, timeout = 0, watchdog = 20000;
@@ -359,8 +359,9 @@ void print_pod_chip(tp::driver::Slice& s, const tp::driver::ChipOutcome& c, bool
                             : c.status.err != tp::isa::Err::none ? tp::driver::describe(c.status)
                             : c.status.ok()                      ? std::string("done")
                                                                  : std::string("not done");
-  fmt::print("  chip ({},{}): {}, {} cycles{}, MXU {:.1f}%, {} B loaded, {} B stored", c.x, c.y, state, cyc,
-             rtl ? "" : " (estimate)",
+  const bool estimate = !rtl || m.count("est_cycles");  // a golden chip, also in a mixed pod
+  fmt::print("  chip ({},{}): {}{}, {} cycles{}, MXU {:.1f}%, {} B loaded, {} B stored", c.x, c.y,
+             rtl && estimate ? "[golden] " : "", state, cyc, estimate ? " (estimate)" : "",
              cyc ? 100.0 * static_cast<double>(get("mxu_rows")) / static_cast<double>(cyc) : 0.0, get("bytes_loaded"),
              get("bytes_stored"));
   if (rtl) fmt::print(", ICI {} B sent, {} B received", get("ici_bytes_sent"), get("ici_bytes_received"));
@@ -399,13 +400,21 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   so.watchdog = o.watchdog;
   so.wave_dir = o.waves;
   for (const auto& w : o.wave_chips) so.wave_chips.push_back(parse_pair(w, ',', "--wave-chip"));
+  if (be == Backend::rtl)
+    for (const auto& g : o.golden_chips) {
+      const auto xy = parse_pair(g, ',', "--golden-chip");
+      if (xy.first >= pod.kx || xy.second >= pod.ky)
+        throw UsageError(fmt::format("--golden-chip {}: no such chip in the {}x{} pod", g, pod.kx, pod.ky));
+      so.golden_chips.push_back(xy);
+    }
   auto s = tp::driver::Slice::open(pod, shape, be, so);
   PodRunResult r;
   const bool rtl = be == Backend::rtl;
   const unsigned n = pod.preset.mxu.n;
-  fmt::print("{} slice {}x{} at ({},{}) of pod '{}' ({}x{} chips of preset '{}', n={}), seed {}\n",
-             tp::driver::backend_label(be), shape.w, shape.h, shape.x0, shape.y0, pod.name, pod.kx, pod.ky,
-             pod.preset.name, n, o.seed);
+  fmt::print("{}{} slice {}x{} at ({},{}) of pod '{}' ({}x{} chips of preset '{}', n={}), seed {}\n",
+             tp::driver::backend_label(be),
+             so.golden_chips.empty() ? "" : fmt::format(" (+{} golden)", so.golden_chips.size()), shape.w, shape.h,
+             shape.x0, shape.y0, pod.name, pod.kx, pod.ky, pod.preset.name, n, o.seed);
   std::string what;
   if (o.demo || !o.matmul.empty()) {
     tp::driver::MatmulSpec spec{8 * n, 8 * n, 8 * n, true, false};
@@ -586,6 +595,9 @@ int main(int argc, char** argv) {
   pod_cmd->add_option("--report", pod.report, "write a JSON report to this file");
   pod_cmd->add_option("--waves", pod.waves, "write FST waves of the rtl chips into this folder");
   pod_cmd->add_option("--wave-chip", pod.wave_chips, "X,Y: only this pod chip's waves (repeatable)");
+  pod_cmd->add_option("--golden-chip", pod.golden_chips,
+                      "X,Y: in the rtl pod, this chip is a golden chip behind a Verilated router (a mixed pod; "
+                      "repeatable)");
 
   try {
     app.parse(argc, argv);

@@ -63,11 +63,14 @@ set(TP_RTL_SLICES tp_sc_main)
 foreach(preset ${TP_TEST_PRESETS})
   add_library(tp_rtl_slice_${preset} OBJECT pod/rtl_slice.cpp)
   target_include_directories(tp_rtl_slice_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip
-                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm ${CMAKE_CURRENT_SOURCE_DIR}/pod)
+                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm ${CMAKE_CURRENT_SOURCE_DIR}/pod ${CMAKE_CURRENT_SOURCE_DIR}/ici)
+  tp_preset_ici(${preset} ici_tag)
   target_compile_definitions(tp_rtl_slice_${preset} PRIVATE TP_PRESET="${preset}"
-                             TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
+                             TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset}
+                             TP_ICI_HEADER="Vici_${ici_tag}.h" TP_ICI_CLASS=Vici_${ici_tag})
   target_compile_options(tp_rtl_slice_${preset} PRIVATE ${TP_WARNINGS})
-  target_link_libraries(tp_rtl_slice_${preset} PUBLIC rtl_chip_${preset} tp_driver tp_tb_util tp_systemc)
+  target_link_libraries(tp_rtl_slice_${preset} PUBLIC rtl_chip_${preset} rtl_ici_${ici_tag} tp_driver tp_chip_model
+                        tp_tb_util tp_systemc)
   list(APPEND TP_RTL_SLICES tp_rtl_slice_${preset})
 endforeach()
 target_link_libraries(tensorpod PRIVATE ${TP_RTL_SLICES})

@@ -19,10 +19,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,64 +83,76 @@ class LinkChannel : public sc_core::sc_prim_channel {
   uint64_t flips_ = 0;
 };
 
-template <class Top>
-class PodChip : public sc_core::sc_module {
+// The chip interface of the pod: what the SystemC pod, its hosts and the slice driver need of a
+// chip at a torus position, whatever implements it (the Verilated chip, PodChip; the golden chip
+// behind a Verilated router, GoldenPodChip in golden_pod_chip.h). Each is clocked once per cycle
+// by the pod's clock; registers come over TLM-2.0 (b_transport: a read answers at once, a write
+// takes effect at the next clock), memory over the debug transport (the backdoor).
+template <class LinkT, class RevT>
+class PodNode : public sc_core::sc_module {
  public:
-  using Harness = ChipHarness<Top>;
-  using Fwd = LinkChannel<typename Harness::Link>;
-  using Rev = LinkChannel<typename Harness::Rev>;
+  using Link = LinkT;
+  using RevWord = RevT;
+  using Fwd = LinkChannel<LinkT>;
+  using Rev = LinkChannel<RevT>;
 
   sc_core::sc_in<bool> clk;
-  tlm_utils::simple_target_socket<PodChip> socket;
-
-  PodChip(sc_core::sc_module_name name, const Preset& p, ChipStimulus stim, unsigned x, unsigned y)
-      : sc_core::sc_module(name), socket("socket"), x_(x), y_(y), h_(p, stim, true) {
-    socket.register_b_transport(this, &PodChip::b_transport);
-    socket.register_transport_dbg(this, &PodChip::transport_dbg);
-    SC_HAS_PROCESS(PodChip);
-    SC_METHOD(tick);
-    sensitive << clk.pos();
-    dont_initialize();
-    h_.begin_reset();
-  }
-
+  tlm_utils::simple_target_socket<PodNode> socket;
   // Wiring: what this chip sends on port p, and what it reads there (the neighbour's channels).
   std::unique_ptr<Fwd> fwd[4];
   std::unique_ptr<Rev> rev[4];
   Fwd* fwd_in[4] = {};
   Rev* rev_in[4] = {};
 
-  Harness& harness() { return h_; }
+  PodNode(sc_core::sc_module_name name, unsigned x, unsigned y)
+      : sc_core::sc_module(name), socket("socket"), x_(x), y_(y) {
+    socket.register_b_transport(this, &PodNode::b_transport);
+    socket.register_transport_dbg(this, &PodNode::transport_dbg);
+    SC_HAS_PROCESS(PodNode);
+    SC_METHOD(tick);
+    sensitive << clk.pos();
+    dont_initialize();
+  }
+
   unsigned x() const { return x_; }
   unsigned y() const { return y_; }
-  bool in_reset() const { return reset_left_ > 0; }
   uint64_t cycles() const { return cycles_; }
   double eval_seconds() const { return eval_ns_ * 1e-9; }  // wall time inside the chip's own evaluation
 
+  virtual std::string backend() const = 0;
+  virtual unsigned lanes() const = 0;
+  virtual bool done() = 0;      // stopped (halted and drained, or an error)
+  virtual bool waiting() = 0;   // STATUS.waiting
+  virtual bool ici_busy() = 0;  // its network interface has flits in flight
+  virtual uint32_t csr_read(uint32_t addr) = 0;
+  virtual void write_mem(uint64_t beat, std::span<const uint32_t> words) = 0;
+  virtual std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) = 0;
+  virtual void finish(ChipRun&) = 0;                       // after the run: error code and PC
+  virtual std::map<std::string, uint64_t> counters() = 0;  // hw.json's names where it has them
+
+ protected:
+  struct CsrWrite {
+    uint32_t addr, data;
+  };
+  // One clock: take the link words in (fwd_in, rev_in), apply the register write if any, clock
+  // the chip, put the link words out (fwd, rev).
+  virtual void clock(const CsrWrite*) = 0;
+  virtual void end_reset() = 0;
+
  private:
   void tick() {
-    for (unsigned p = 0; p < 4; ++p) {
-      const auto& f = fwd_in[p]->read();
-      h_.set_link_in(p, f.valid, f.data, rev_in[p]->read().data);
-    }
-    if (pending_) h_.csr_drive(true, true, pend_addr_, pend_data_);
+    const CsrWrite w{pend_addr_, pend_data_};
     const auto t0 = std::chrono::steady_clock::now();
-    h_.tick();
+    clock(pending_ ? &w : nullptr);
     eval_ns_ += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     ++cycles_;
     if (pending_) {
-      h_.csr_drive(false, false, 0, 0);
       pending_ = false;
       written_.notify(sc_core::SC_ZERO_TIME);
     }
-    if (reset_left_ > 0 && --reset_left_ == 0) h_.end_reset();
-    for (unsigned p = 0; p < 4; ++p) {
-      fwd[p]->write({h_.link_tx_valid(p), h_.link_tx_data(p)});
-      rev[p]->write({true, h_.link_rv_out(p)});
-    }
+    if (reset_left_ > 0 && --reset_left_ == 0) end_reset();
   }
 
-  // Registers: a read answers at once (combinational), a write takes effect at the next clock.
   void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time&) {
     const uint64_t a = t.get_address();
     if (a >= kMemBase || t.get_data_length() != 4) {
@@ -152,7 +167,7 @@ class PodChip : public sc_core::sc_module {
       pending_ = true;
       sc_core::wait(written_);
     } else {
-      v = h_.csr_read(static_cast<uint32_t>(a));
+      v = csr_read(static_cast<uint32_t>(a));
       std::memcpy(t.get_data_ptr(), &v, 4);
     }
     t.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -160,7 +175,7 @@ class PodChip : public sc_core::sc_module {
   // Memory through the backdoor: whole beats (lanes x 4 bytes) at kMemBase + 4 * lanes * beat.
   unsigned transport_dbg(tlm::tlm_generic_payload& t) {
     const uint64_t a = t.get_address();
-    const uint64_t beat_bytes = 4ull * h_.lanes();
+    const uint64_t beat_bytes = 4ull * lanes();
     if (a < kMemBase || (a - kMemBase) % beat_bytes != 0 || t.get_data_length() % beat_bytes != 0) {
       t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
       return 0;
@@ -170,9 +185,9 @@ class PodChip : public sc_core::sc_module {
     if (t.is_write()) {
       std::vector<uint32_t> w(words);
       std::memcpy(w.data(), t.get_data_ptr(), t.get_data_length());
-      h_.write_mem(beat, w);
+      write_mem(beat, w);
     } else {
-      const auto w = h_.read_mem(beat, words / h_.lanes());
+      const auto w = read_mem(beat, words / lanes());
       std::memcpy(t.get_data_ptr(), w.data(), t.get_data_length());
     }
     t.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -180,13 +195,59 @@ class PodChip : public sc_core::sc_module {
   }
 
   unsigned x_, y_;
-  Harness h_;
   unsigned reset_left_ = 4;  // cycles in reset after elaboration
   uint64_t cycles_ = 0;
   double eval_ns_ = 0;
   bool pending_ = false;
   uint32_t pend_addr_ = 0, pend_data_ = 0;
   sc_core::sc_event written_;
+};
+
+// The Verilated chip at a torus position: its harness with external links.
+template <class Top>
+class PodChip final : public PodNode<typename ChipHarness<Top>::Link, typename ChipHarness<Top>::Rev> {
+ public:
+  using Harness = ChipHarness<Top>;
+  PodChip(sc_core::sc_module_name name, const Preset& p, ChipStimulus stim, unsigned x, unsigned y)
+      : PodChip::PodNode(name, x, y), h_(p, stim, true) {
+    h_.begin_reset();
+  }
+  Harness& harness() { return h_; }
+
+  std::string backend() const override { return "rtl"; }
+  unsigned lanes() const override { return h_.lanes(); }
+  bool done() override { return h_.done(); }
+  bool waiting() override { return h_.waiting(); }
+  bool ici_busy() override { return h_.ici_busy(); }
+  uint32_t csr_read(uint32_t addr) override { return h_.csr_read(addr); }
+  void write_mem(uint64_t beat, std::span<const uint32_t> words) override { h_.write_mem(beat, words); }
+  std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) override { return h_.read_mem(beat, beats); }
+  void finish(ChipRun& r) override { h_.finish(r); }
+  std::map<std::string, uint64_t> counters() override {
+    std::map<std::string, uint64_t> m;
+    for (unsigned k = 0; k < isa::hw::kNumCounters; ++k) m[std::string(isa::hw::kCounters[k].name)] = h_.counter(k);
+    for (const auto& [name, value] : h_.hbm_counters()) m[name] = value;
+    return m;
+  }
+
+ protected:
+  void clock(const typename PodChip::CsrWrite* w) override {
+    for (unsigned p = 0; p < 4; ++p) {
+      const auto& f = this->fwd_in[p]->read();
+      h_.set_link_in(p, f.valid, f.data, this->rev_in[p]->read().data);
+    }
+    if (w) h_.csr_drive(true, true, w->addr, w->data);
+    h_.tick();
+    if (w) h_.csr_drive(false, false, 0, 0);
+    for (unsigned p = 0; p < 4; ++p) {
+      this->fwd[p]->write({h_.link_tx_valid(p), h_.link_tx_data(p)});
+      this->rev[p]->write({true, h_.link_rv_out(p)});
+    }
+  }
+  void end_reset() override { h_.end_reset(); }
+
+ private:
+  Harness h_;
 };
 
 // What a host does for each of its chips in a run.

@@ -1,7 +1,9 @@
 // The RTL backend of the slice driver for one preset (compiled once per preset with TP_PRESET,
-// TP_CHIP_HEADER and TP_CHIP_CLASS): the SystemC pod of Verilated chips (pod_sim.h) behind
-// tp::driver::Slice. It registers itself from a static initializer; it is built as an object
-// library so the linker keeps it. One pod per process (SystemC cannot reset its kernel).
+// TP_CHIP_HEADER, TP_CHIP_CLASS and the preset's router model TP_ICI_HEADER, TP_ICI_CLASS): the
+// SystemC pod of Verilated chips (pod_sim.h) behind tp::driver::Slice; the chips named in
+// SliceOptions::golden_chips are golden chips behind Verilated routers (golden_pod_chip.h). It registers itself from a
+// static initializer; it is built as an object library so the linker keeps it. One pod per process (SystemC cannot
+// reset its kernel).
 //
 // Waves: SliceOptions::wave_dir, one FST per chip, <dir>/<preset>.<test>.chip<x>_<y>.fst.
 #include <fmt/format.h>
@@ -11,14 +13,17 @@
 #include <memory>
 
 #include TP_CHIP_HEADER
+#include TP_ICI_HEADER
+#include "golden_pod_chip.h"
 #include "pod_sim.h"
 #include "slice.h"
 
 namespace {
 
 using tp::driver::DriverError;
-using Harness = tp::tb::ChipHarness<TP_CHIP_CLASS>;
 using Chip = tp::tb::PodChip<TP_CHIP_CLASS>;
+using Node = tp::tb::PodNode<Chip::Link, Chip::RevWord>;
+using GoldenChip = tp::tb::GoldenPodChip<TP_ICI_CLASS, Chip::Link, Chip::RevWord>;
 
 // Link word and reverse word widths (tp_ici_pkg): the bit-error hook flips only real bits.
 unsigned link_bits(const tp::IciConfig& c) {
@@ -30,7 +35,7 @@ unsigned rev_bits(const tp::IciConfig& c) { return 8 + 4 + c.vcs * 8 + 16; }
 class PodTop : public sc_core::sc_module {
  public:
   sc_core::sc_clock clk;
-  std::vector<std::unique_ptr<Chip>> chips;
+  std::vector<std::unique_ptr<Node>> chips;  // by pod index x + y * kx
   std::vector<std::unique_ptr<tp::tb::PodHost>> hosts;
   std::vector<std::vector<unsigned>> host_chips;  // pod indices of each host's chips
 
@@ -49,16 +54,20 @@ class PodTop : public sc_core::sc_module {
         if (wave)
           stim.wave_file =
               fmt::format("{}/{}.{}.chip{}_{}.fst", opt.wave_dir, pod.preset.name, tp::tb::current_test_name(), x, y);
-        auto c = std::make_unique<Chip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, stim, x, y);
+        const bool golden =
+            std::find(opt.golden_chips.begin(), opt.golden_chips.end(), std::pair{x, y}) != opt.golden_chips.end();
+        std::unique_ptr<Node> c;
+        if (golden)
+          c = std::make_unique<GoldenChip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, x, y);
+        else
+          c = std::make_unique<Chip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, stim, x, y);
         c->clk(clk);
         const double flip = opt.link_bit_error;
         for (unsigned p = 0; p < 4; ++p) {
-          c->fwd[p] =
-              std::make_unique<typename Chip::Fwd>(fmt::format("fwd{}_{}_{}", x, y, p).c_str(), pod.link_latency, flip,
-                                                   link_bits(pod.preset.ici), opt.seed * 131 + 4 * (x + y * kx) + p);
-          c->rev[p] =
-              std::make_unique<typename Chip::Rev>(fmt::format("rev{}_{}_{}", x, y, p).c_str(), pod.link_latency, flip,
-                                                   rev_bits(pod.preset.ici), opt.seed * 137 + 4 * (x + y * kx) + p);
+          c->fwd[p] = std::make_unique<Node::Fwd>(fmt::format("fwd{}_{}_{}", x, y, p).c_str(), pod.link_latency, flip,
+                                                  link_bits(pod.preset.ici), opt.seed * 131 + 4 * (x + y * kx) + p);
+          c->rev[p] = std::make_unique<Node::Rev>(fmt::format("rev{}_{}_{}", x, y, p).c_str(), pod.link_latency, flip,
+                                                  rev_bits(pod.preset.ici), opt.seed * 137 + 4 * (x + y * kx) + p);
         }
         chips.push_back(std::move(c));
       }
@@ -72,7 +81,7 @@ class PodTop : public sc_core::sc_module {
         if (p == 1) ny = (y + ky - 1) % ky;
         if (p == 2) nx = (x + 1) % kx;
         if (p == 3) nx = (x + kx - 1) % kx;
-        Chip& n = *chips[nx + ny * kx];
+        Node& n = *chips[nx + ny * kx];
         chips[i]->fwd_in[p] = n.fwd[p ^ 1u].get();
         chips[i]->rev_in[p] = n.rev[p ^ 1u].get();
       }
@@ -172,7 +181,7 @@ class RtlSlice final : public tp::driver::Slice {
       sc_core::sc_start(sc_core::sc_time(double{kStep}, sc_core::SC_NS));
       if (!started) {
         started = std::all_of(running.begin(), running.end(), [&](unsigned i) {
-          auto& h = top_->chips[i]->harness();
+          auto& h = *top_->chips[i];
           return h.done() || (h.csr_read(tp::isa::hw::kCsrStatus) & 1u) != 0;
         });
         if (started) start_cycle = cycle();
@@ -184,12 +193,12 @@ class RtlSlice final : public tp::driver::Slice {
       }
       bool all_done = true, all_blocked = true, net_busy = false;
       for (unsigned i : running) {
-        auto& h = top_->chips[i]->harness();
+        auto& h = *top_->chips[i];
         all_done &= h.done();
         all_blocked &= h.done() || h.waiting();
       }
       for (auto& c : top_->chips) {
-        net_busy |= c->harness().ici_busy();
+        net_busy |= c->ici_busy();
         for (unsigned p = 0; p < 4; ++p) net_busy |= c->fwd[p]->carrying();
       }
       if (quiet == 0) end_cycle = cycle();  // the run ends here if the quiet lasts
@@ -212,7 +221,7 @@ class RtlSlice final : public tp::driver::Slice {
     // Up to the first quiet step (the quiet window itself is not the program's time).
     st.cycles = started ? (quiet >= kQuiet ? end_cycle : cycle()) - start_cycle : 0;
     for (unsigned i : running) {
-      auto& h = top_->chips[i]->harness();
+      auto& h = *top_->chips[i];
       tp::driver::ChipOutcome o;
       o.x = i % kx;
       o.y = i / kx;
@@ -224,7 +233,9 @@ class RtlSlice final : public tp::driver::Slice {
       o.status.timed_out = r.timed_out;
       o.status.err = static_cast<tp::isa::Err>(r.err);
       o.status.pc = r.pc;
-      o.status.cycles = h.counter(tp::tb::ctr::kCycles);
+      auto& m = counters_[i];
+      m = h.counters();
+      o.status.cycles = m.at("cycles");
       if (!r.done) {
         o.waiting = h.waiting();
         o.wait_pc = h.csr_read(tp::isa::hw::kCsrWaitPc);
@@ -232,9 +243,6 @@ class RtlSlice final : public tp::driver::Slice {
         if (o.wait_pc < code.size())
           o.wait_sem = static_cast<unsigned>((code[o.wait_pc][1] >> (tp::isa::kWaitLsb - 64)) & 0xf);
       }
-      auto& m = counters_[i];
-      for (unsigned k = 0; k < tp::isa::hw::kNumCounters; ++k)
-        m[std::string(tp::isa::hw::kCounters[k].name)] = h.counter(k);
       st.chips.push_back(o);
     }
     for (auto& c : top_->chips)
@@ -251,7 +259,7 @@ class RtlSlice final : public tp::driver::Slice {
   }
 
  private:
-  Harness& harness(unsigned x, unsigned y) { return top_->chips[x + y * pod().kx]->harness(); }
+  Node& harness(unsigned x, unsigned y) { return *top_->chips[x + y * pod().kx]; }
   void check_range(uint64_t beat, uint64_t beats, const char* what) const {
     const uint64_t total = preset().chip.hbm_beats;
     if (beat > total || beats > total - beat)

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -55,7 +56,7 @@ SliceOptions options(uint64_t seed = 1, double bit_error = 0.0) {
 // The same random traffic on the RTL pod and the golden pod: both must store exactly what the
 // plan says (so they agree bit for bit).
 void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 0.0, unsigned sends = 6,
-                    uint32_t block_rows = 32) {
+                    uint32_t block_rows = 32, std::vector<std::pair<unsigned, unsigned>> golden_chips = {}) {
   const PodSpec p = pod(kx, ky);
   const SliceShape all{0, 0, kx, ky};
   const auto plan = random_ici_traffic(p.preset, kx, ky, seed, sends, block_rows);
@@ -67,7 +68,9 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
   const auto gbad = check_ici_traffic(*gold, plan);
   ASSERT_TRUE(gbad.empty()) << "golden pod: " << fmt::format("{}", fmt::join(gbad, "\n"));
 
-  auto rtl = Slice::open(p, all, Backend::rtl, options(seed, bit_error));
+  auto ro = options(seed, bit_error);
+  ro.golden_chips = golden_chips;
+  auto rtl = Slice::open(p, all, Backend::rtl, ro);
   setup_ici_traffic(*rtl, plan);
   const auto rs = rtl->run(500'000);
   ASSERT_TRUE(rs.ok()) << "rtl pod: " << rs.report;
@@ -89,6 +92,9 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
   for (unsigned y = 0; y < ky; ++y) {
     for (unsigned x = 0; x < kx; ++x) {
       auto c = rtl->counters(x, y);
+      const bool golden = std::find(golden_chips.begin(), golden_chips.end(), std::pair{x, y}) != golden_chips.end();
+      if (golden && (!c.count("est_cycles") || !c.count("ici_flits_n")))
+        ADD_FAILURE() << "chip (" << x << "," << y << ") should be a golden chip behind a Verilated router";
       sent += c.at("ici_bytes_sent");
       received += c.at("ici_bytes_received");
       for (const char* l : {"n", "s", "e", "w"}) {
@@ -114,6 +120,10 @@ TEST(Pod, Random2x2) { random_traffic(2, 2, seed_or(12)); }
 TEST(Pod, Random1x4Ring) { random_traffic(1, 4, seed_or(13)); }
 TEST(Pod, Random3x3WrapAround) { random_traffic(3, 3, seed_or(14)); }
 TEST(Pod, Random4x4) { random_traffic(4, 4, seed_or(15), 0.0, 4); }
+// Mixed pods: golden chips (the interpreter behind a Verilated router) next to Verilated chips;
+// the same traffic must store the same bits.
+TEST(Pod, MixedRandom2x2) { random_traffic(2, 2, seed_or(18), 0.0, 6, 32, {{0, 0}, {1, 1}}); }
+TEST(Pod, MixedRandom3x3LinkBitErrors) { random_traffic(3, 3, seed_or(19), 1e-3, 8, 64, {{1, 1}, {2, 0}, {0, 2}}); }
 TEST(Pod, Random2x2LinkBitErrors) { random_traffic(2, 2, seed_or(16), 1e-3, 12, 64); }
 TEST(Pod, Random3x3LinkBitErrors) { random_traffic(3, 3, seed_or(17), 1e-3, 8, 64); }
 
@@ -266,6 +276,16 @@ void pod_matmul_rtl(unsigned w, unsigned h) {
 TEST(Pod, MatmulDataParallel1x1Rtl) { pod_matmul_rtl(1, 1); }
 TEST(Pod, MatmulDataParallel1x2Rtl) { pod_matmul_rtl(1, 2); }
 TEST(Pod, MatmulDataParallel2x2Rtl) { pod_matmul_rtl(2, 2); }
+TEST(Pod, MatmulDataParallelMixed2x2) {
+  const PodSpec p = pod(2, 2);
+  auto o = options();
+  o.golden_chips = {{1, 0}, {0, 1}};
+  auto s = Slice::open(p, {0, 0, 2, 2}, Backend::rtl, o);
+  const auto r = run_pod_matmul(*s, MatmulSpec{64, 64, 64, true, false}, 7);
+  ASSERT_TRUE(r.status.ok()) << r.status.report;
+  EXPECT_TRUE(r.pass) << r.mismatches << " mismatching words";
+  EXPECT_EQ(r.output, pod_matmul(1, 1, Backend::golden));
+}
 TEST(Pod, MatmulDataParallelGolden) {
   const auto one = pod_matmul(1, 1, Backend::golden);
   for (auto [w, h] : {std::pair{1u, 2u}, {2u, 2u}, {4u, 4u}}) EXPECT_EQ(pod_matmul(w, h, Backend::golden), one);

@@ -1,0 +1,313 @@
+// The golden chip at a torus position of the SystemC pod (docs/pod.md, "Mixed pods"): the golden
+// interpreter (sw/golden/chip_model) for the chip's function, and for its ICI the Verilated
+// router (tp_ici_router, the same RTL that sits in the Verilated chip) behind a C++ network
+// interface that speaks the ICI unit's packet format (tp_ici_unit.sv): a head flit {last, rsem,
+// raddr}, then ceil(32 n / flit_bits) body flits per row, up to 4 rows a packet, lane 0. So a golden
+// chip and Verilated chips share one pod, link words and all.
+//
+// Timing: the interpreter runs a chip's instructions as soon as their semaphores allow, in zero
+// pod cycles; only the network takes time. Its "cycles" counter is the interpreter's estimate. A
+// program that is correctly synchronised gives the same bits as on a Verilated chip.
+//
+// Registers: the host's view of a chip (sw/isa/hw.json): CTRL, STATUS, ERR_CODE, ERR_PC, PROG_LEN,
+// IMEM_ADDR, IMEM_DATA0..3, INFO, WAIT_PC, the ICI registers; the counters through counters().
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "chip_model.h"
+#include "ici_network.h"  // FlitLayout, get_bits, set_bits
+#include "pod_sim.h"
+
+namespace tp::tb {
+
+template <class Router, class LinkT, class RevT>
+class GoldenPodChip final : public PodNode<LinkT, RevT> {
+ public:
+  GoldenPodChip(sc_core::sc_module_name name, const Preset& p, unsigned x, unsigned y)
+      : GoldenPodChip::PodNode(name, x, y),
+        p_(p),
+        model_(p),
+        ctx_(std::make_unique<VerilatedContext>()),
+        layout_{p.ici.vcs > 2 ? static_cast<unsigned>(std::bit_width(p.ici.vcs - 1)) : 1u, p.ici.flit_bits},
+        nf_((32 * p.mxu.n + p.ici.flit_bits - 1) / p.ici.flit_bits),
+        rx_(p.ici.vcs) {
+    static_assert(std::is_same_v<std::decay_t<decltype(std::declval<Router&>().tx_data_o[0])>, LinkT> &&
+                      std::is_same_v<std::decay_t<decltype(std::declval<Router&>().rv_out_o[0])>, RevT>,
+                  "the router model's link words must be the chip's");
+    ctx_->randReset(2);
+    r_ = std::make_unique<Router>(ctx_.get(), "router");
+    r_->rst_ni = 0;
+    r_->clk_i = 0;
+    r_->inj_valid_i = 0;
+    r_->ej_ready_i = 1;
+    for (unsigned q = 0; q < 4; ++q) {
+      r_->rx_valid_i[q] = 0;
+      r_->fault_rate_i[q] = 0;
+    }
+    regs_.x = x;
+    regs_.y = y;
+    apply_regs();
+    model_.set_ici_sender([this](golden::IciMessage m) { packetize(m); });
+  }
+  ~GoldenPodChip() override { r_->final(); }
+
+  std::string backend() const override { return "golden"; }
+  unsigned lanes() const override { return p_.mxu.n; }
+  bool done() override { return finished_; }
+  bool waiting() override { return started_ && !finished_ && result_.waiting; }
+  bool ici_busy() override {
+    if (!out_.empty() || r_->ej_valid_o) return true;
+    return std::any_of(rx_.begin(), rx_.end(), [](const Rx& v) { return v.in_packet; });
+  }
+  uint32_t csr_read(uint32_t a) override {
+    namespace hw = isa::hw;
+    if (a == hw::kCsrStatus)
+      return (started_ && !finished_ ? 1u : 0u) | (finished_ ? 2u : 0u) | (result_.err != isa::Err::none ? 4u : 0u) |
+             (waiting() ? 8u : 0u);
+    if (a == hw::kCsrErrCode) return static_cast<uint32_t>(result_.err);
+    if (a == hw::kCsrErrPc) return result_.err != isa::Err::none ? result_.pc : 0;
+    if (a == hw::kCsrWaitPc) return result_.wait_pc;
+    if (a == hw::kCsrProgLen) return prog_len_;
+    if (a == hw::kCsrImemAddr) return imem_addr_;
+    if (a == hw::kCsrInfo) return (isa::kIsaVersion << 16) | p_.mxu.n;
+    if (a == hw::kCsrIciTorus) return regs_.kx | (regs_.ky << 8);
+    if (a == hw::kCsrIciCoord) return regs_.x | (regs_.y << 8);
+    if (a == hw::kCsrIciSlice0) return regs_.x0 | (regs_.y0 << 8);
+    if (a == hw::kCsrIciSlice1) return regs_.w | (regs_.h << 8);
+    return 0;
+  }
+  void write_mem(uint64_t beat, std::span<const uint32_t> words) override { model_.write_hbm(beat, words); }
+  std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) override { return model_.read_hbm(beat, beats); }
+  void finish(ChipRun& r) override {
+    r.err = static_cast<uint8_t>(result_.err);
+    r.pc = result_.err != isa::Err::none ? result_.pc : 0;
+  }
+  std::map<std::string, uint64_t> counters() override {
+    const auto& s = model_.stats();
+    std::map<std::string, uint64_t> m = {{"cycles", s.est_cycles},
+                                         {"est_cycles", s.est_cycles},
+                                         {"instructions", s.instructions},
+                                         {"bytes_loaded", s.bytes_loaded},
+                                         {"bytes_stored", s.bytes_stored},
+                                         {"mxu_rows", s.mxu_rows},
+                                         {"vec_rows", s.vec_rows},
+                                         {"ici_bytes_sent", s.ici_bytes_sent},
+                                         {"ici_bytes_received", s.ici_bytes_received},
+                                         {"ici_refused", r_->cnt_refused_o},
+                                         {"ici_flits_local", r_->cnt_flits_o[4]}};
+    const char* links[4] = {"n", "s", "e", "w"};
+    for (unsigned q = 0; q < 4; ++q) {
+      m[fmt::format("ici_flits_{}", links[q])] = r_->cnt_flits_o[q];
+      m[fmt::format("ici_retx_{}", links[q])] = r_->cnt_retx_o[q];
+      m[fmt::format("ici_credit_stall_{}", links[q])] = r_->cnt_credit_stall_o[q];
+      m[fmt::format("ici_crc_err_{}", links[q])] = r_->cnt_crc_err_o[q];
+    }
+    return m;
+  }
+
+ protected:
+  using Flit = std::decay_t<decltype(std::declval<Router&>().inj_flit_i)>;
+
+  void clock(const typename GoldenPodChip::CsrWrite* w) override {
+    if (w) write_reg(w->addr, w->data);
+    Router& r = *r_;
+    for (unsigned q = 0; q < 4; ++q) {
+      const auto& f = this->fwd_in[q]->read();
+      r.rx_valid_i[q] = f.valid;
+      r.rx_data_i[q] = f.data;
+      r.rv_in_i[q] = this->rev_in[q]->read().data;
+    }
+    r.inj_valid_i = !out_.empty();
+    if (!out_.empty()) r.inj_flit_i = out_.front();
+    r.ej_ready_i = 1;
+    r.clk_i = 0;
+    r.eval();
+    const bool injected = r.rst_ni && r.inj_valid_i && r.inj_ready_o;
+    const bool ejected = r.rst_ni && r.ej_valid_o;
+    const Flit ej = r.ej_flit_o;
+    r.clk_i = 1;
+    r.eval();
+    if (injected) out_.pop_front();
+    if (ejected) receive(ej);
+    for (unsigned q = 0; q < 4; ++q) {
+      this->fwd[q]->write({static_cast<bool>(r.tx_valid_o[q]), r.tx_data_o[q]});
+      this->rev[q]->write({true, r.rv_out_o[q]});
+    }
+    if (started_ && !finished_ && poke_) {
+      poke_ = false;
+      result_ = model_.run();
+      finished_ = result_.done || result_.err != isa::Err::none;
+    }
+  }
+  void end_reset() override { r_->rst_ni = 1; }
+
+ private:
+  struct Rx {
+    bool in_packet = false, last = false;
+    uint32_t raddr = 0;
+    unsigned rsem = 0, fi = 0;
+    std::vector<uint32_t> row;
+  };
+
+  void apply_regs() {
+    Router& r = *r_;
+    const auto u8 = [](unsigned v) { return static_cast<uint8_t>(v); };
+    r.kx_i = u8(regs_.kx);
+    r.ky_i = u8(regs_.ky);
+    r.my_x_i = u8(regs_.x);
+    r.my_y_i = u8(regs_.y);
+    r.slice_x0_i = u8(regs_.x0);
+    r.slice_y0_i = u8(regs_.y0);
+    r.slice_w_i = u8(regs_.w);
+    r.slice_h_i = u8(regs_.h);
+    model_.set_ici(regs_);
+  }
+
+  void write_reg(uint32_t a, uint32_t v) {
+    namespace hw = isa::hw;
+    const bool running = started_ && !finished_;
+    if (!running) {
+      bool ici = true;
+      if (a == hw::kCsrIciTorus) {
+        regs_.kx = v & 63;
+        regs_.ky = (v >> 8) & 63;
+      } else if (a == hw::kCsrIciCoord) {
+        regs_.x = v & 31;
+        regs_.y = (v >> 8) & 31;
+      } else if (a == hw::kCsrIciSlice0) {
+        regs_.x0 = v & 31;
+        regs_.y0 = (v >> 8) & 31;
+      } else if (a == hw::kCsrIciSlice1) {
+        regs_.w = v & 63;
+        regs_.h = (v >> 8) & 63;
+      } else {
+        ici = false;
+      }
+      if (ici) apply_regs();
+    }
+    if (a >= hw::kCsrIciFault0 && a <= hw::kCsrIciFault3) r_->fault_rate_i[(a - hw::kCsrIciFault0) / 4] = v & 0xffff;
+    if (a == hw::kCsrProgLen) prog_len_ = v;
+    if (a == hw::kCsrImemAddr) imem_addr_ = v;
+    if (a == hw::kCsrImemData0) imem_data_[0] = v;
+    if (a == hw::kCsrImemData1) imem_data_[1] = v;
+    if (a == hw::kCsrImemData2) imem_data_[2] = v;
+    if (a == hw::kCsrImemData3) {
+      if (imem_addr_ < p_.chip.imem_words) {
+        if (code_.size() <= imem_addr_) code_.resize(imem_addr_ + 1);
+        code_[imem_addr_] = {uint64_t{imem_data_[0]} | (uint64_t{imem_data_[1]} << 32),
+                             uint64_t{imem_data_[2]} | (uint64_t{v} << 32)};
+      }
+      ++imem_addr_;
+    }
+    if (a == hw::kCsrCtrl && (v & 1u) && !running) start();
+  }
+
+  void start() {
+    isa::Program prog;
+    prog.preset = p_.name;
+    prog.fingerprint = isa::fingerprint(p_);
+    prog.code.assign(code_.begin(), code_.begin() + std::min<std::size_t>(prog_len_, code_.size()));
+    prog.code.resize(prog_len_, isa::Word{0, 0});  // unwritten instruction memory reads 0
+    model_.load(prog);
+    started_ = true;
+    finished_ = false;
+    poke_ = true;
+    result_ = {};
+  }
+
+  // The ICI unit's packets for one ici.send (tp_ici_unit.sv).
+  void packetize(const golden::IciMessage& m) {
+    const unsigned lanes = p_.mxu.n, fb = p_.ici.flit_bits;
+    const auto rows = static_cast<uint32_t>(m.words.size() / lanes);
+    for (uint32_t r0 = 0; r0 < rows; r0 += kPktRows) {
+      const uint32_t n = std::min(kPktRows, rows - r0);
+      Flit head{};
+      fields(head, m, true, false);
+      const uint64_t data = (m.raddr + r0) | (uint64_t{m.rsem} << 20) | (uint64_t{r0 + n == rows} << 24);
+      set_bits(head, layout_.data(), std::min(fb, 64u), data);
+      out_.push_back(head);
+      for (uint32_t r = r0; r < r0 + n; ++r) {
+        for (unsigned k = 0; k < nf_; ++k) {
+          Flit f{};
+          fields(f, m, false, r + 1 == r0 + n && k + 1 == nf_);
+          for (unsigned b = 0; b < fb; b += 32) {
+            const unsigned bit = k * fb + b, word = bit / 32;
+            if (word >= lanes) break;
+            // fb is a multiple of 8; a row's bits from `bit` on, 32 (or fewer at the flit's end)
+            uint64_t v = m.words[std::size_t{r} * lanes + word] >> (bit % 32);
+            if (bit % 32 != 0 && word + 1 < lanes)
+              v |= uint64_t{m.words[std::size_t{r} * lanes + word + 1]} << (32 - bit % 32);
+            set_bits(f, layout_.data() + b, std::min(32u, fb - b), v & 0xffffffffu);
+          }
+          out_.push_back(f);
+        }
+      }
+    }
+  }
+  void fields(Flit& f, const golden::IciMessage& m, bool head, bool tail) const {
+    set_bits(f, 0, 1, head);
+    set_bits(f, 1, 1, tail);
+    set_bits(f, layout_.dst_x(), 5, m.dst.x);
+    set_bits(f, layout_.dst_y(), 5, m.dst.y);
+    set_bits(f, layout_.src_x(), 5, regs_.x);
+    set_bits(f, layout_.src_y(), 5, regs_.y);
+  }
+
+  // Arrivals: per output VC, rows reassembled and written as they complete; the packet marked
+  // last signals its semaphore with its last row.
+  void receive(const Flit& f) {
+    const unsigned fb = p_.ici.flit_bits, lanes = p_.mxu.n;
+    const auto vc = static_cast<unsigned>(get_bits(f, layout_.vc(), layout_.vw));
+    Rx& rx = rx_.at(vc);
+    if (get_bits(f, 0, 1)) {
+      const uint64_t d = get_bits(f, layout_.data(), std::min(fb, 64u));
+      rx.raddr = static_cast<uint32_t>(d & 0xfffff);
+      rx.rsem = static_cast<unsigned>((d >> 20) & 15);
+      rx.last = (d >> 24) & 1;
+      rx.fi = 0;
+      rx.in_packet = !get_bits(f, 1, 1);
+      rx.row.assign(lanes, 0);
+      return;
+    }
+    for (unsigned b = 0; b < fb; b += 32) {
+      const unsigned bit = rx.fi * fb + b, word = bit / 32;
+      if (word >= lanes) break;
+      const uint64_t v = get_bits(f, layout_.data() + b, std::min(32u, fb - b));
+      rx.row[word] |= static_cast<uint32_t>(v << (bit % 32));
+      if (bit % 32 != 0 && word + 1 < lanes) rx.row[word + 1] |= static_cast<uint32_t>(v >> (32 - bit % 32));
+    }
+    if (++rx.fi < nf_) return;
+    const bool tail = get_bits(f, 1, 1);
+    model_.deliver(rx.raddr, rx.row, tail && rx.last ? rx.rsem : 0);
+    poke_ = true;
+    ++rx.raddr;
+    rx.fi = 0;
+    rx.row.assign(lanes, 0);
+    if (tail) rx.in_packet = false;
+  }
+
+  static constexpr uint32_t kPktRows = 4;  // tp_ici_unit's PktRows
+  Preset p_;
+  golden::ChipModel model_;
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::unique_ptr<Router> r_;
+  FlitLayout layout_;
+  unsigned nf_;
+  golden::IciRegs regs_;
+  std::deque<Flit> out_;
+  std::vector<Rx> rx_;
+  std::vector<isa::Word> code_;
+  uint32_t prog_len_ = 0, imem_addr_ = 0;
+  std::array<uint32_t, 3> imem_data_{};
+  bool started_ = false, finished_ = false, poke_ = false;
+  golden::ChipModel::Result result_;
+};
+
+}  // namespace tp::tb
