@@ -1,9 +1,6 @@
-# The chip (rtl/chip) at the test presets: Verilated once per preset, shared by the chip tests,
-# the RTL driver backend and the tensorpod tool.
-foreach(preset ${TP_TEST_PRESETS})
-  tp_chip_model(${preset})
-endforeach()
-
+# The chip tests, the chip benchmark and the pod's tests and benchmark. The Verilated chip models,
+# the driver's RTL backends and the SystemC pod they use are the simulation backends of sw/sim
+# (sw/sim/sim.cmake).
 # The vector unit's lane arithmetic against the golden functions (preset-independent).
 tp_verilate(rtl_vpu_lane TOP tp_vpu_lane PREFIX Vvpu_lane
             SOURCES ${TP_GEN_DIR}/tp_isa_pkg.sv ${TP_RTL_COMMON} ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_pkg.sv
@@ -14,25 +11,9 @@ target_link_libraries(test_vpu_lane PRIVATE rtl_vpu_lane tp_golden tp_tb_util GT
 gtest_discover_tests(test_vpu_lane PROPERTIES LABELS "vpu")
 list(APPEND TP_TEST_TARGETS test_vpu_lane)
 
-# The driver's RTL backend per test preset (object libraries: their static registration stays
-# linked), and the tensorpod tool with all of them.
-set(TP_RTL_BACKENDS "")
-foreach(preset ${TP_TEST_PRESETS})
-  add_library(tp_rtl_backend_${preset} OBJECT chip/rtl_backend.cpp)
-  target_include_directories(tp_rtl_backend_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip
-                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm)
-  target_compile_definitions(tp_rtl_backend_${preset} PRIVATE TP_PRESET="${preset}"
-                             TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
-  target_compile_options(tp_rtl_backend_${preset} PRIVATE ${TP_WARNINGS})
-  target_link_libraries(tp_rtl_backend_${preset} PUBLIC rtl_chip_${preset} tp_driver tp_tb_util)
-  list(APPEND TP_RTL_BACKENDS tp_rtl_backend_${preset})
-endforeach()
-target_link_libraries(tensorpod PRIVATE ${TP_RTL_BACKENDS})
-
 foreach(preset ${TP_TEST_PRESETS})
   add_executable(test_chip_${preset} chip/test_chip.cpp)
-  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip ${CMAKE_CURRENT_SOURCE_DIR}/sw
-                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm)
+  target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/sw)
   target_compile_definitions(test_chip_${preset} PRIVATE TP_PRESET="${preset}" TP_CHIP_HEADER="Vchip_${preset}.h"
                              TP_CHIP_CLASS=Vchip_${preset})
   target_compile_options(test_chip_${preset} PRIVATE ${TP_WARNINGS})
@@ -49,31 +30,6 @@ set(TP_CHIP_BENCH_PRESETS tiny small CACHE STRING "Presets of the chip benchmark
 add_executable(chip_bench chip/chip_bench.cpp)
 target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
 target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI11 nlohmann_json::nlohmann_json)
-
-# The SystemC pod (tb/pod): the RTL backend of the slice driver per test preset (object
-# libraries, registered from static initializers), linked into the tensorpod tool and the pod
-# tests. Debian's SystemC 2.3.4 is built as C++17: C++20 code must say so (SC_CPLUSPLUS).
-find_library(TP_SYSTEMC_LIB systemc REQUIRED)
-add_library(tp_systemc INTERFACE)
-target_compile_definitions(tp_systemc INTERFACE SC_CPLUSPLUS=201703L SC_INCLUDE_DYNAMIC_PROCESSES)
-target_link_libraries(tp_systemc INTERFACE ${TP_SYSTEMC_LIB})
-add_library(tp_sc_main OBJECT pod/sc_main.cpp)
-target_link_libraries(tp_sc_main PUBLIC tp_systemc)
-set(TP_RTL_SLICES tp_sc_main)
-foreach(preset ${TP_TEST_PRESETS})
-  add_library(tp_rtl_slice_${preset} OBJECT pod/rtl_slice.cpp)
-  target_include_directories(tp_rtl_slice_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip
-                             ${CMAKE_CURRENT_SOURCE_DIR}/hbm ${CMAKE_CURRENT_SOURCE_DIR}/pod ${CMAKE_CURRENT_SOURCE_DIR}/ici)
-  tp_preset_ici(${preset} ici_tag)
-  target_compile_definitions(tp_rtl_slice_${preset} PRIVATE TP_PRESET="${preset}"
-                             TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset}
-                             TP_ICI_HEADER="Vici_${ici_tag}.h" TP_ICI_CLASS=Vici_${ici_tag})
-  target_compile_options(tp_rtl_slice_${preset} PRIVATE ${TP_WARNINGS})
-  target_link_libraries(tp_rtl_slice_${preset} PUBLIC rtl_chip_${preset} rtl_ici_${ici_tag} tp_driver tp_chip_model
-                        tp_tb_util tp_systemc)
-  list(APPEND TP_RTL_SLICES tp_rtl_slice_${preset})
-endforeach()
-target_link_libraries(tensorpod PRIVATE ${TP_RTL_SLICES})
 
 # The pod tests: RTL pods of tiny chips against the golden pod, one pod per process (SystemC).
 add_executable(test_pod pod/test_pod.cpp)

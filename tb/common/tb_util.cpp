@@ -6,18 +6,20 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 
 namespace tp::tb {
 
-std::string current_test_name() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  if (!info) return "standalone";
-  return fmt::format("{}.{}", info->test_suite_name(), info->name());
-}
-
 namespace {
+
+// The run's name for the simulation backends (wave files): the current GoogleTest's.
+const bool name_source = [] {
+  set_run_name_source([]() -> std::string {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    return info ? fmt::format("{}.{}", info->test_suite_name(), info->name()) : std::string();
+  });
+  return true;
+}();
 
 // FNV-1a: the same default seed for a test name on every standard library.
 uint64_t fnv1a(const std::string& text) {
@@ -51,16 +53,6 @@ uint64_t test_seed(const std::string& test_name, const std::string& preset) {
                test_name, seed);
   }
   return seed;
-}
-
-std::string wave_path(const std::string& test_name) {
-  const char* dir = std::getenv("TP_WAVES");
-  if (!dir || !*dir) return "";
-  std::filesystem::create_directories(dir);
-  std::string file = test_name;
-  for (char& c : file)
-    if (c == '/') c = '_';
-  return (std::filesystem::path(dir) / (file + ".fst")).string();
 }
 
 }  // namespace tp::tb

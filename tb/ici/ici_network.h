@@ -25,62 +25,13 @@
 
 #include "config.h"
 #include "ici_model.h"
+#include "sim_util.h"  // get_bits, set_bits, flip_bit, FlitLayout
 
 namespace tp::tb {
 
 using golden::Coord;
 using golden::Slice;
 using golden::Torus;
-
-// Bit access on a Verilator port value of any width (IData, QData, VlWide).
-template <class T>
-uint64_t get_bits(const T& v, unsigned lsb, unsigned width) {
-  uint64_t out = 0;
-  for (unsigned i = 0; i < width; ++i) {
-    const unsigned b = lsb + i;
-    uint64_t bit;
-    if constexpr (std::is_integral_v<T>)
-      bit = (static_cast<uint64_t>(v) >> b) & 1u;
-    else
-      bit = (v[b / 32] >> (b % 32)) & 1u;
-    out |= bit << i;
-  }
-  return out;
-}
-
-template <class T>
-void set_bits(T& v, unsigned lsb, unsigned width, uint64_t value) {
-  for (unsigned i = 0; i < width; ++i) {
-    const unsigned b = lsb + i;
-    const bool bit = (value >> i) & 1u;
-    if constexpr (std::is_integral_v<T>) {
-      v = static_cast<T>((v & ~(T{1} << b)) | (static_cast<T>(bit) << b));
-    } else {
-      v[b / 32] = (v[b / 32] & ~(1u << (b % 32))) | (static_cast<uint32_t>(bit) << (b % 32));
-    }
-  }
-}
-
-template <class T>
-void flip_bit(T& v, unsigned b) {
-  if constexpr (std::is_integral_v<T>)
-    v ^= static_cast<T>(T{1} << b);
-  else
-    v[b / 32] ^= 1u << (b % 32);
-}
-
-// Flit fields, LSB first, as rtl/ici/tp_ici_pkg.sv documents.
-struct FlitLayout {
-  unsigned vw, flit_bits;
-  unsigned vc() const { return 2; }
-  unsigned dst_x() const { return 2 + vw; }
-  unsigned dst_y() const { return dst_x() + 5; }
-  unsigned src_x() const { return dst_y() + 5; }
-  unsigned src_y() const { return src_x() + 5; }
-  unsigned hops() const { return src_y() + 5; }
-  unsigned data() const { return hops() + 7; }
-  unsigned bits() const { return data() + flit_bits; }
-};
 
 struct NetOptions {
   Torus torus{4, 4};

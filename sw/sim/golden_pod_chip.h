@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "chip_model.h"
-#include "ici_network.h"  // FlitLayout, get_bits, set_bits
 #include "pod_sim.h"
+#include "sim_util.h"  // FlitLayout, get_bits, set_bits
 
 namespace tp::tb {
 

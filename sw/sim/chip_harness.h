@@ -37,7 +37,7 @@
 #include "hbm_dram.h"
 #include "isa.h"
 #include "secded.h"
-#include "tb_util.h"
+#include "sim_util.h"
 
 namespace tp::tb {
 
