@@ -1,7 +1,10 @@
 # One static library per (RTL top, preset), verilated once and shared by every binary that
 # simulates that top at that preset. Parameters come from configs/presets.json.
+# tp_hw_pkg (generated from sw/isa/hw.json: the ICI link contract, the HBM command codes) comes
+# first: the ICI and HBM blocks import it.
 set(TP_RTL_COMMON
   ${PROJECT_SOURCE_DIR}/rtl/tensorpod.vlt
+  ${TP_GEN_DIR}/tp_hw_pkg.sv
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_pkg.sv
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_assert_stable.sv
   ${PROJECT_SOURCE_DIR}/rtl/common/tp_fifo.sv)

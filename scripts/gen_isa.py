@@ -3,8 +3,9 @@
 hardware contract (host register map, counter map) from sw/isa/hw.json.
 
 usage: gen_isa.py <isa.json> <hw.json> <out_dir>
-writes <out_dir>/tp_isa_pkg.sv and <out_dir>/isa_gen.h (only when their text changes, so that
-a rebuild does not re-verilate for nothing).
+writes <out_dir>/tp_isa_pkg.sv, <out_dir>/tp_hw_pkg.sv (the ICI link contract and the HBM command
+codes, for blocks that do not import the ISA) and <out_dir>/isa_gen.h (only when their text
+changes, so that a rebuild does not re-verilate for nothing).
 """
 import json
 import os
@@ -295,8 +296,65 @@ def gen_cpp(table, fmts, hw):
     L.append("}};")
     L.append("}  // namespace hw")
     L.append("")
+    L.append(gen_hw_cpp(hw))
     L.append("}  // namespace tp::isa")
     return "\n".join(L) + "\n"
+
+
+def gen_hw_sv(hw):
+    ici = hw["ici"]
+    L = [f"// {BANNER}", "//", "// The chip's hardware contract below the ISA (sw/isa/hw.json): the ICI link words and the",
+         "// ICI unit's packets (docs/pod.md), the HBM command codes (docs/hbm.md).", "/* verilator lint_off UNUSEDPARAM */",
+         "package tp_hw_pkg;"]
+    for key, name in (("coord_bits", "IciCoordW"), ("hop_bits", "IciHopW"), ("seq_bits", "IciSeqW"),
+                      ("err_bits", "IciErrW"), ("credit_bits", "IciCreditW"), ("crc_bits", "IciCrcW"),
+                      ("packet_rows", "IciPktRows")):
+        L.append(f"  localparam int unsigned {name} = {ici[key]};")
+    lsb = 0
+    for f in ici["head_data"]:
+        L.append(f"  localparam int unsigned IciHead{camel(f['name'])}Lsb = {lsb}, IciHead{camel(f['name'])}W = {f['width']};"
+                 f"  // {f['doc']}")
+        lsb += f["width"]
+    L.append(f"  localparam int unsigned IciHeadW = {lsb};  // head data bits (a flit's data must hold them)")
+    for c in hw["hbm_commands"]:
+        L.append(f"  localparam logic [2:0] HbmCmd{camel(c['name'])} = 3'd{c['code']};  // {c['doc']}")
+    L.append("endpackage")
+    L.append("/* verilator lint_on UNUSEDPARAM */")
+    return "\n".join(L) + "\n"
+
+
+def gen_hw_cpp(hw):
+    ici = hw["ici"]
+    L = ["// ---- The ICI link contract and the HBM commands (sw/isa/hw.json) ----", "namespace hw::ici {"]
+    for key in ("coord_bits", "hop_bits", "seq_bits", "err_bits", "credit_bits", "crc_bits", "packet_rows"):
+        L.append(f"inline constexpr unsigned k{camel(key)} = {ici[key]};")
+    lsb = 0
+    for f in ici["head_data"]:
+        L.append(f"inline constexpr unsigned kHead{camel(f['name'])}Lsb = {lsb}, kHead{camel(f['name'])}Width = {f['width']};"
+                 f"  // {f['doc']}")
+        lsb += f["width"]
+    L.append(f"inline constexpr unsigned kHeadBits = {lsb};")
+    L.append(f"// Flit fields, {ici['flit_doc']}.")
+    L.append("struct FlitLayout {")
+    L.append("  unsigned vw, flit_bits;  // VC field bits (log2 of the VCs, at least 1), data bits")
+    widths = {"1": "1", "vc": "vw", "coord": "kCoordBits", "hop": "kHopBits", "flit_bits": "flit_bits"}
+    prev = None
+    for f in ici["flit"]:
+        if prev is None:
+            L.append(f"  constexpr unsigned {f['name']}() const {{ return 0; }}")
+        else:
+            L.append(f"  constexpr unsigned {f['name']}() const {{ return {prev[0]}() + {widths[prev[1]]}; }}")
+        prev = (f["name"], f["width"])
+    L.append(f"  constexpr unsigned bits() const {{ return {prev[0]}() + {widths[prev[1]]}; }}")
+    L.append("  constexpr unsigned link_bits() const { return bits() + kSeqBits + kCrcBits; }")
+    L.append("  constexpr unsigned rev_bits(unsigned vcs) const { return kSeqBits + kErrBits + vcs * kCreditBits + kCrcBits; }")
+    L.append("};")
+    L.append("}  // namespace hw::ici")
+    L.append("namespace hw {")
+    L.append("enum class HbmCmd : unsigned { " + ", ".join(f"{c['name']} = {c['code']}" for c in hw["hbm_commands"]) + " };")
+    L.append("}  // namespace hw")
+    L.append("")
+    return "\n".join(L)
 
 
 def write_if_changed(path, text):
@@ -320,6 +378,7 @@ def main():
     out = sys.argv[3]
     os.makedirs(out, exist_ok=True)
     write_if_changed(os.path.join(out, "tp_isa_pkg.sv"), gen_sv(table, fmts, hw))
+    write_if_changed(os.path.join(out, "tp_hw_pkg.sv"), gen_hw_sv(hw))
     write_if_changed(os.path.join(out, "isa_gen.h"), gen_cpp(table, fmts, hw))
 
 

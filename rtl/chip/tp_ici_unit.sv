@@ -23,7 +23,7 @@ module tp_ici_unit
   parameter int unsigned W       = 256,  // VMEM row bits
   parameter int unsigned V       = 2,    // router VCs
   parameter int unsigned FlitW   = 32,   // flit data bits
-  parameter int unsigned PktRows = 4,    // rows per packet at most
+  parameter int unsigned PktRows = tp_hw_pkg::IciPktRows,  // rows per packet at most
   localparam int unsigned VW     = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned FW     = 2 + VW + 4 * CW + HOPW + FlitW
 ) (
@@ -78,8 +78,13 @@ module tp_ici_unit
   localparam int unsigned RW  = NF * FlitW;  // a row padded to whole flits
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
 
-  if (FlitW < 25) begin : gen_bad_flit
-    $error("tp_ici_unit: FlitW = %0d cannot hold a head {last, rsem, raddr} (25 bits)", FlitW);
+  if (FlitW < tp_hw_pkg::IciHeadW) begin : gen_bad_flit
+    $error("tp_ici_unit: FlitW = %0d cannot hold a head {last, rsem, raddr} (%0d bits)", FlitW, tp_hw_pkg::IciHeadW);
+  end
+  // The head data layout (sw/isa/hw.json "head_data"): raddr, rsem, last from bit 0 up.
+  if (tp_hw_pkg::IciHeadRaddrLsb != 0 || tp_hw_pkg::IciHeadRaddrW != 20 || tp_hw_pkg::IciHeadRsemLsb != 20 ||
+      tp_hw_pkg::IciHeadRsemW != 4 || tp_hw_pkg::IciHeadLastLsb != 24) begin : gen_bad_head
+    $error("tp_ici_unit: the head data layout of hw.json is not the one this unit packs");
   end
 
   // ---- destination ----------------------------------------------------------------------------
@@ -295,9 +300,9 @@ module tp_ici_unit
     end else begin
       if (ej_fire) begin
         if (ej.head) begin
-          raddr_r[ej.vc] <= ej.data[19:0];
-          rsem_r[ej.vc]  <= ej.data[23:20];
-          rlast_r[ej.vc] <= ej.data[24];
+          raddr_r[ej.vc] <= ej.data[tp_hw_pkg::IciHeadRaddrLsb +: 20];
+          rsem_r[ej.vc]  <= ej.data[tp_hw_pkg::IciHeadRsemLsb +: 4];
+          rlast_r[ej.vc] <= ej.data[tp_hw_pkg::IciHeadLastLsb];
           rfi_q[ej.vc]   <= '0;
           inpkt_q[ej.vc] <= !ej.tail;
         end else if (32'(rfi_q[ej.vc]) == NF - 1) begin

@@ -66,7 +66,9 @@ module tp_hbm_ctrl
   output logic [31:0]     cnt_bus_busy_o,  // data-bus cycles used (BurstCycles per RD or WR)
   output logic [31:0]     cnt_rd_latency_sum_o, cnt_rd_latency_max_o
 );
-  localparam logic [2:0] C_ACT = 3'd0, C_PRE = 3'd1, C_RD = 3'd2, C_WR = 3'd3, C_REF = 3'd4;
+  // Command codes on cmd_o (sw/isa/hw.json "hbm_commands", generated into tp_hw_pkg).
+  localparam logic [2:0] C_ACT = tp_hw_pkg::HbmCmdAct, C_PRE = tp_hw_pkg::HbmCmdPre, C_RD = tp_hw_pkg::HbmCmdRd,
+                         C_WR = tp_hw_pkg::HbmCmdWr, C_REF = tp_hw_pkg::HbmCmdRef;
   localparam int unsigned QW = (QD > 1) ? $clog2(QD) : 1;
   localparam int unsigned TW = 32;  // cycle counter; "earliest" times are absolute cycles
   localparam int unsigned GW = (BankGroups > 1) ? $clog2(BankGroups) : 1;

@@ -8,13 +8,15 @@
 //   (cumulative ack), its count of CRC errors (a change asks the sender to go back N), and per VC
 //   the number of flits it has freed from its input buffer (credits, as running counters, so a
 //   lost or corrupted reverse word costs nothing: the next one carries the same state).
+// The widths come from sw/isa/hw.json ("ici"), generated into tp_hw_pkg, which the harnesses'
+// C++ (isa::hw::ici) shares.
 package tp_ici_pkg;
-  localparam int unsigned CW   = 5;   // coordinate bits: tori up to 32 x 32
-  localparam int unsigned HOPW = 7;   // hop counter in the head flit
-  localparam int unsigned SEQW = 8;   // link sequence numbers
-  localparam int unsigned ERRW = 4;   // receiver CRC error counter (mod 16)
-  localparam int unsigned CNTW = 8;   // freed-credit counters (mod 256)
-  localparam int unsigned CRCW = 16;  // CRC-16-CCITT, polynomial 0x1021, initial value 0xffff
+  localparam int unsigned CW   = tp_hw_pkg::IciCoordW;   // coordinate bits: tori up to 32 x 32
+  localparam int unsigned HOPW = tp_hw_pkg::IciHopW;     // hop counter in the head flit
+  localparam int unsigned SEQW = tp_hw_pkg::IciSeqW;     // link sequence numbers
+  localparam int unsigned ERRW = tp_hw_pkg::IciErrW;     // receiver CRC error counter (mod 16)
+  localparam int unsigned CNTW = tp_hw_pkg::IciCreditW;  // freed-credit counters (mod 256)
+  localparam int unsigned CRCW = tp_hw_pkg::IciCrcW;     // CRC-16-CCITT, polynomial 0x1021, initial value 0xffff
 
   // Router ports: four torus links and the local (injection/ejection) port.
   localparam int unsigned P_N = 0;  // towards y + 1

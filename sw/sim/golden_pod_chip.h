@@ -230,7 +230,9 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
       const uint32_t n = std::min(kPktRows, rows - r0);
       Flit head{};
       fields(head, m, true, false);
-      const uint64_t data = (m.raddr + r0) | (uint64_t{m.rsem} << 20) | (uint64_t{r0 + n == rows} << 24);
+      namespace ici = isa::hw::ici;
+      const uint64_t data = (uint64_t{m.raddr + r0} << ici::kHeadRaddrLsb) | (uint64_t{m.rsem} << ici::kHeadRsemLsb) |
+                            (uint64_t{r0 + n == rows} << ici::kHeadLastLsb);
       set_bits(head, layout_.data(), std::min(fb, 64u), data);
       out_.push_back(head);
       for (uint32_t r = r0; r < r0 + n; ++r) {
@@ -254,10 +256,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   void fields(Flit& f, const golden::IciMessage& m, bool head, bool tail) const {
     set_bits(f, 0, 1, head);
     set_bits(f, 1, 1, tail);
-    set_bits(f, layout_.dst_x(), 5, m.dst.x);
-    set_bits(f, layout_.dst_y(), 5, m.dst.y);
-    set_bits(f, layout_.src_x(), 5, regs_.x);
-    set_bits(f, layout_.src_y(), 5, regs_.y);
+    set_bits(f, layout_.dst_x(), isa::hw::ici::kCoordBits, m.dst.x);
+    set_bits(f, layout_.dst_y(), isa::hw::ici::kCoordBits, m.dst.y);
+    set_bits(f, layout_.src_x(), isa::hw::ici::kCoordBits, regs_.x);
+    set_bits(f, layout_.src_y(), isa::hw::ici::kCoordBits, regs_.y);
   }
 
   // Arrivals: per output VC, rows reassembled and written as they complete; the packet marked
@@ -268,9 +270,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     Rx& rx = rx_.at(vc);
     if (get_bits(f, 0, 1)) {
       const uint64_t d = get_bits(f, layout_.data(), std::min(fb, 64u));
-      rx.raddr = static_cast<uint32_t>(d & 0xfffff);
-      rx.rsem = static_cast<unsigned>((d >> 20) & 15);
-      rx.last = (d >> 24) & 1;
+      namespace ici = isa::hw::ici;
+      rx.raddr = static_cast<uint32_t>((d >> ici::kHeadRaddrLsb) & ((1u << ici::kHeadRaddrWidth) - 1));
+      rx.rsem = static_cast<unsigned>((d >> ici::kHeadRsemLsb) & ((1u << ici::kHeadRsemWidth) - 1));
+      rx.last = (d >> ici::kHeadLastLsb) & 1;
       rx.fi = 0;
       rx.in_packet = !get_bits(f, 1, 1);
       rx.row.assign(lanes, 0);
@@ -293,7 +296,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     if (tail) rx.in_packet = false;
   }
 
-  static constexpr uint32_t kPktRows = 4;  // tp_ici_unit's PktRows
+  static constexpr uint32_t kPktRows = isa::hw::ici::kPacketRows;  // tp_ici_unit's PktRows
   Preset p_;
   golden::ChipModel model_;
   std::unique_ptr<VerilatedContext> ctx_;

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "hbm_device.h"
+#include "isa_gen.h"  // isa::hw::HbmCmd
 
 namespace tp::tb {
 
@@ -100,17 +101,18 @@ class HbmDram {
     if (log_)
       fmt::print(log_, "{} pc {} {} bank {} row {} col {}\n", cycle, c,
                  std::string_view("ACT PRE RD  WR  REF ").substr(4 * std::min(op, 5u), 3), bank, row, col);
-    switch (op) {
-      case 0:
+    using isa::hw::HbmCmd;
+    switch (static_cast<HbmCmd>(op)) {
+      case HbmCmd::act:
         dev.activate(cycle, bank, row);
         break;
-      case 1:
+      case HbmCmd::pre:
         dev.precharge(cycle, bank);
         break;
-      case 2:
+      case HbmCmd::rd:
         pipes_[c].push_back({cycle + dev.timing().cl, dev.read(cycle, bank, col)});
         break;
-      case 3: {
+      case HbmCmd::wr: {
         const auto& wd = port(dut.cmd_wdata_o, c);
         const uint64_t wm = port(dut.cmd_wmask_o, c);
         std::vector<uint8_t> d(36);
@@ -120,7 +122,7 @@ class HbmDram {
         dev.write(cycle, bank, col, d, mask);
         break;
       }
-      case 4:
+      case HbmCmd::ref:
         dev.refresh(cycle);
         break;
       default:

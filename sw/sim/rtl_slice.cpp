@@ -25,12 +25,12 @@ using Chip = tp::tb::PodChip<TP_CHIP_CLASS>;
 using Node = tp::tb::PodNode<Chip::Link, Chip::RevWord>;
 using GoldenChip = tp::tb::GoldenPodChip<TP_ICI_CLASS, Chip::Link, Chip::RevWord>;
 
-// Link word and reverse word widths (tp_ici_pkg): the bit-error hook flips only real bits.
-unsigned link_bits(const tp::IciConfig& c) {
-  const unsigned vw = c.vcs > 2 ? static_cast<unsigned>(std::bit_width(c.vcs - 1)) : 1u;
-  return 2 + vw + 4 * 5 + 7 + c.flit_bits + 8 + 16;
+// Link word and reverse word widths (hw.json "ici"): the bit-error hook flips only real bits.
+tp::tb::FlitLayout layout(const tp::IciConfig& c) {
+  return {c.vcs > 2 ? static_cast<unsigned>(std::bit_width(c.vcs - 1)) : 1u, c.flit_bits};
 }
-unsigned rev_bits(const tp::IciConfig& c) { return 8 + 4 + c.vcs * 8 + 16; }
+unsigned link_bits(const tp::IciConfig& c) { return layout(c).link_bits(); }
+unsigned rev_bits(const tp::IciConfig& c) { return layout(c).rev_bits(c.vcs); }
 
 class PodTop : public sc_core::sc_module {
  public:

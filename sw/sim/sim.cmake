@@ -5,7 +5,7 @@
 
 # Helpers without the test framework: wave files, the run's name, lane and bit access.
 add_library(tp_sim_util ${CMAKE_CURRENT_LIST_DIR}/sim_util.cpp)
-target_include_directories(tp_sim_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_include_directories(tp_sim_util PUBLIC ${CMAKE_CURRENT_LIST_DIR} ${TP_GEN_DIR})
 target_compile_options(tp_sim_util PRIVATE ${TP_WARNINGS})
 
 # The chip (rtl/chip) at the test presets: Verilated once per preset, shared by the RTL backend,

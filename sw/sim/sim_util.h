@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "isa_gen.h"  // isa::hw::ici
+
 namespace tp::tb {
 
 // Where this run writes its FST waves: $TP_WAVES/<name>.fst when TP_WAVES is set, else "".
@@ -85,17 +87,7 @@ void flip_bit(T& v, unsigned b) {
     v[b / 32] ^= 1u << (b % 32);
 }
 
-// Flit fields, LSB first, as rtl/ici/tp_ici_pkg.sv documents.
-struct FlitLayout {
-  unsigned vw, flit_bits;
-  unsigned vc() const { return 2; }
-  unsigned dst_x() const { return 2 + vw; }
-  unsigned dst_y() const { return dst_x() + 5; }
-  unsigned src_x() const { return dst_y() + 5; }
-  unsigned src_y() const { return src_x() + 5; }
-  unsigned hops() const { return src_y() + 5; }
-  unsigned data() const { return hops() + 7; }
-  unsigned bits() const { return data() + flit_bits; }
-};
+// Flit fields, LSB first (sw/isa/hw.json "ici", generated).
+using FlitLayout = isa::hw::ici::FlitLayout;
 
 }  // namespace tp::tb

@@ -324,8 +324,8 @@ class IciNetwork {
     if (opt_.slices.empty()) return Slice{0, 0, opt_.torus.kx, opt_.torus.ky};
     return opt_.slices[i];
   }
-  unsigned link_bits() const { return layout_.bits() + 8 + 16; }
-  unsigned rev_bits() const { return 8 + 4 + cfg_.vcs * 8 + 16; }
+  unsigned link_bits() const { return layout_.link_bits(); }
+  unsigned rev_bits() const { return layout_.rev_bits(cfg_.vcs); }
   uint64_t key(const PacketStats& p) const { return ((uint64_t{index(p.src)} * 1024 + index(p.dst)) << 8) | p.lane; }
 
   // Data word k of flit f of packet id: a pattern the receiver can recompute.
@@ -353,10 +353,10 @@ class IciNetwork {
     set_bits(w, 0, 1, f == 0);
     set_bits(w, 1, 1, f + 1 == p.len);
     set_bits(w, layout_.vc(), layout_.vw, p.lane);
-    set_bits(w, layout_.dst_x(), 5, p.dst.x);
-    set_bits(w, layout_.dst_y(), 5, p.dst.y);
-    set_bits(w, layout_.src_x(), 5, p.src.x);
-    set_bits(w, layout_.src_y(), 5, p.src.y);
+    set_bits(w, layout_.dst_x(), isa::hw::ici::kCoordBits, p.dst.x);
+    set_bits(w, layout_.dst_y(), isa::hw::ici::kCoordBits, p.dst.y);
+    set_bits(w, layout_.src_x(), isa::hw::ici::kCoordBits, p.src.x);
+    set_bits(w, layout_.src_y(), isa::hw::ici::kCoordBits, p.src.y);
     set_bits(w, layout_.hops(), 7, 0);
     fill_data(w, p.id, f);
   }
