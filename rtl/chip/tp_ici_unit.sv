@@ -341,6 +341,30 @@ module tp_ici_unit
   end
   assign cnt_bytes_recv_o = recv_q;
 
+  // ---- protocol checks: the injection and ejection channels (valid/ready), the VMEM write
+  //      request (held until granted) -------------------------------------------------------
+  tp_assert_stable #(.Width(FW), .Name("tp_ici_unit injection")) u_check_inj (
+    .clk_i,
+    .rst_ni,
+    .valid_i (inj_valid_o),
+    .ready_i (inj_ready_i),
+    .data_i  (inj_flit_o)
+  );
+  tp_assert_stable #(.Width(FW), .Name("tp_ici_unit ejection (the router's side)")) u_check_ej (
+    .clk_i,
+    .rst_ni,
+    .valid_i (ej_valid_i),
+    .ready_i (ej_ready_o),
+    .data_i  (ej_flit_i)
+  );
+  tp_assert_stable #(.Width(20 + W), .Name("tp_ici_unit VMEM writes")) u_check_wr (
+    .clk_i,
+    .rst_ni,
+    .valid_i (wr_req_o),
+    .ready_i (wr_gnt_i),
+    .data_i  ({wr_addr_o, wr_data_o})
+  );
+
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
   assign unused_ok = ^{ej.hops, ej.src_x, ej.src_y, ej.dst_x, ej.dst_y, s_req_done, ej.data, full};
