@@ -49,3 +49,6 @@ foreach(preset ${TP_TEST_PRESETS})
 endforeach()
 
 target_link_libraries(tensorpod PRIVATE ${TP_RTL_BACKENDS} ${TP_RTL_SLICES})
+# The lists for the binaries in tb/ (chip_bench): sw/ is a sibling directory scope of tb/.
+set(TP_RTL_BACKENDS ${TP_RTL_BACKENDS} PARENT_SCOPE)
+set(TP_RTL_SLICES ${TP_RTL_SLICES} PARENT_SCOPE)
