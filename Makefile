@@ -17,6 +17,8 @@ SHELL  := /bin/bash
 BUILD  ?= build
 JOBS   ?= 2
 PRESET ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/presets.json)
+# The preset names, one a line: the keys of configs/presets.json's "presets" (not of its "bases").
+PRESET_NAMES = sed -n '/^  "presets": {/,/^  }/s/^    "\([^"]*\)": {.*/\1/p' configs/presets.json
 POD    ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/pods.json)
 ARGS   ?=
 
@@ -40,7 +42,7 @@ sim: configure
 	@$(BUILD)/sw/tensorpod pod --backend both --pod $(POD) $(if $(ARGS),$(ARGS),--demo) --report $(BUILD)/reports/sim.json
 
 sim-chip: configure
-	@grep -q '"$(PRESET)": *{' configs/presets.json || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$(sed -n 's/^    \"\([^\"]*\)\": {/\1/p' configs/presets.json | tr '\n' ' '))"; exit 2; }
+	@$(PRESET_NAMES) | grep -qxF '$(PRESET)' || { echo "make sim: unknown preset '$(PRESET)' (known presets: $$($(PRESET_NAMES) | tr '\n' ' '))"; exit 2; }
 	@echo "make sim-chip: building the tensorpod tool with the Verilated chip (log: $(BUILD)/sim-build.log)"
 	@cmake --build $(BUILD) --target tensorpod -j $(JOBS) > $(BUILD)/sim-build.log 2>&1 \
 	  || { tail -40 $(BUILD)/sim-build.log; echo "make sim: the build failed (log: $(BUILD)/sim-build.log)"; exit 1; }

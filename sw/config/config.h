@@ -71,17 +71,26 @@ struct Preset {
 std::filesystem::path default_config_path();
 
 // All presets of a config file, validated. Throws ConfigError.
+//
+// A preset may inherit: "base": "<name>" names an entry of the file's top-level "bases" object
+// (an abstract entry, never a preset itself) or another preset, which may have a base of its own.
+// The preset's keys are merged over its base's (the base's over its own base's first): a key the
+// preset has replaces the base's, except that two objects merge key by key, so "hbm": {"timing":
+// {"trefi": 700}} changes that one timing; arrays and scalars replace. The merged preset is then
+// validated as if it were written out in full; a message about a value that came from a base says
+// so ("(inherited from base 'test')"). A cycle or an unknown base is a ConfigError naming the
+// preset and the chain or the missing base; a name may not be both a base and a preset.
 std::vector<Preset> load_presets(const std::filesystem::path& file = default_config_path());
 
 // The preset named `name` ("" means the file's default). Throws ConfigError naming the preset
-// and the ones that exist.
+// and the ones that exist (a base is not one).
 Preset load_preset(const std::string& name, const std::filesystem::path& file = default_config_path());
 
 // Same, from JSON text (for tests); `origin` names the source in messages.
 std::vector<Preset> parse_presets(const std::string& json_text, const std::string& origin);
 std::string default_preset_name(const std::string& json_text, const std::string& origin);
 
-// The resolved preset as JSON text, echoed into every report.
+// The resolved preset (bases merged in) as JSON text, echoed into every report.
 std::string preset_json(const Preset& p);
 
 // ---- Pods (configs/pods.json), apart from the chip presets ----

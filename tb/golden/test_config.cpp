@@ -2,6 +2,9 @@
 // key.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "config.h"
@@ -245,6 +248,184 @@ TEST(PodConfig, BadPodsAreNamed) {
   EXPECT_EQ(pod_error(R"({"default": "p"})"), "pods.json: pods: missing or empty");
   EXPECT_NE(pod_error("{").find("not valid JSON"), std::string::npos);
   EXPECT_NE(pod_error(R"({"default": "p", "pods": {"p": 1}})").find("pods.p: expected an object"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bases: a preset inherits the keys it does not set ("base": "<name>")
+
+// A presets file with the base "full" (the shipped small preset resolved: every key a preset
+// needs), default "a", and `extra` (more bases and presets) merged in.
+nlohmann::json with_bases(const std::string& extra) {
+  auto full = nlohmann::json::parse(tp::preset_json(tp::load_preset("small")));
+  full.erase("name");
+  auto j = nlohmann::json::parse(R"({"default": "a", "bases": {}, "presets": {}})");
+  j["bases"]["full"] = full;
+  j.merge_patch(nlohmann::json::parse(extra));
+  return j;
+}
+
+// The presets of a file, resolved, by name; their preset_json without the name.
+std::map<std::string, nlohmann::json> resolved(const nlohmann::json& file) {
+  std::map<std::string, nlohmann::json> out;
+  for (const tp::Preset& p : tp::parse_presets(file.dump(), "test.json")) {
+    auto j = nlohmann::json::parse(tp::preset_json(p));
+    j.erase("name");
+    out[p.name] = j;
+  }
+  return out;
+}
+
+TEST(ConfigBase, PresetInheritsEveryKeyItDoesNotSet) {
+  const auto file = with_bases(R"({"presets": {"a": {"base": "full"}, "b": {"base": "full", "clock_mhz": 500}}})");
+  const auto p = resolved(file);
+  ASSERT_EQ(p.size(), 2u);  // presets only: the base "full" is not one
+  EXPECT_EQ(p.at("a"), file["bases"]["full"]);
+  auto want = file["bases"]["full"];
+  want["clock_mhz"] = 500.0;
+  EXPECT_EQ(p.at("b"), want);
+}
+
+TEST(ConfigBase, NestedLeafOverridesOnlyThatLeaf) {
+  const auto file = with_bases(R"({"bases": {"wide": {"base": "full", "ici": {"torus": [9, 9, 9]}}},
+      "presets": {"a": {"base": "wide", "hbm": {"timing": {"trefi": 700}}, "ici": {"torus": [2, 3]}}}})");
+  const auto a = resolved(file).at("a");
+  auto want = file["bases"]["full"];
+  want["hbm"]["timing"]["trefi"] = 700;  // that leaf only: trfc, the other timings, the geometry stay
+  want["ici"]["torus"] = {2, 3};         // an array replaces the base's (whose length is wrong)
+  EXPECT_EQ(a, want);
+  EXPECT_EQ(a["hbm"]["timing"]["trfc"], file["bases"]["full"]["hbm"]["timing"]["trfc"]);
+}
+
+TEST(ConfigBase, ChainTakesEachKeyFromTheNearestEntryThatSetsIt) {
+  // a -> mid -> full, and the preset p -> a (a preset may be a base).
+  const auto file = with_bases(R"({"bases": {"mid": {"base": "full", "clock_mhz": 500, "mxu": {"acc_rows": 64},
+      "hbm": {"timing": {"trefi": 800, "trfc": 50}}}},
+      "presets": {"a": {"base": "mid", "description": "a", "hbm": {"timing": {"trefi": 900}}},
+                  "p": {"base": "a", "mxu": {"n": 16}}}})");
+  const auto presets = resolved(file);
+  ASSERT_EQ(presets.size(), 2u);
+  const auto& full = file["bases"]["full"];
+  auto want = full;
+  want["description"] = "a";
+  want["clock_mhz"] = 500.0;
+  want["mxu"]["acc_rows"] = 64;
+  want["hbm"]["timing"]["trefi"] = 900;
+  want["hbm"]["timing"]["trfc"] = 50;
+  EXPECT_EQ(presets.at("a"), want);
+  want["mxu"]["n"] = 16;
+  EXPECT_EQ(presets.at("p"), want);
+  EXPECT_NE(presets.at("p")["hbm"]["timing"]["tras"], nullptr);
+  EXPECT_EQ(presets.at("p")["hbm"]["timing"]["tras"], full["hbm"]["timing"]["tras"]);
+}
+
+TEST(ConfigBase, CycleIsAnErrorNamingTheChain) {
+  EXPECT_EQ(error_of(with_bases(R"({"bases": {"x": {"base": "y"}, "y": {"base": "x"}},
+                                    "presets": {"a": {"base": "x"}}})")
+                         .dump()),
+            "test.json: presets.a.base: the base chain a -> x -> y -> x is a cycle");
+  EXPECT_EQ(error_of(with_bases(R"({"presets": {"a": {"base": "a"}}})").dump()),
+            "test.json: presets.a.base: the base chain a -> a is a cycle");
+}
+
+TEST(ConfigBase, UnknownBaseNamesThePresetAndTheBase) {
+  EXPECT_EQ(error_of(with_bases(R"({"presets": {"a": {"base": "nope"}}})").dump()),
+            "test.json: presets.a.base: unknown base 'nope': it is neither in bases (full) nor in presets (a)");
+  EXPECT_EQ(error_of(with_bases(R"({"bases": {"m": {"base": "gone"}}, "presets": {"a": {"base": "m"}}})").dump()),
+            "test.json: bases.m.base: unknown base 'gone' (preset 'a' inherits a -> m -> gone): it is neither in "
+            "bases (full, m) nor in presets (a)");
+  EXPECT_EQ(error_of(with_bases(R"({"presets": {"a": {"base": 5}}})").dump()),
+            "test.json: presets.a.base: expected the name of a base, got 5");
+  EXPECT_EQ(error_of(with_bases(R"({"bases": {"a": {}}, "presets": {"a": {"base": "full"}}})").dump()),
+            "test.json: bases.a: 'a' is a preset too (a name is either a base or a preset)");
+  EXPECT_EQ(error_of(with_bases(R"({"bases": {"m": 3}, "presets": {"a": {"base": "m"}}})").dump()),
+            "test.json: bases.m: expected an object");
+}
+
+TEST(ConfigBase, MergedPresetIsValidatedAndNamesWhereAValueCameFrom) {
+  // An unknown key in the preset's own section; "base" only belongs at a preset's top.
+  auto msg = error_of(with_bases(R"({"presets": {"a": {"base": "full", "hbm": {"timing": {"tXYZ": 1}}}}})").dump());
+  EXPECT_NE(msg.find("test.json: presets.a.hbm.timing.tXYZ: unknown key"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("inherited"), std::string::npos) << msg;
+  msg = error_of(with_bases(R"({"presets": {"a": {"base": "full", "hbm": {"base": "full"}}}})").dump());
+  EXPECT_NE(msg.find("test.json: presets.a.hbm.base: unknown key"), std::string::npos) << msg;
+  // The same in a base, and a bad value from a base: the message names the preset and the base.
+  msg = error_of(
+      with_bases(R"({"bases": {"bad": {"base": "full", "mxu": {"m": 2}}}, "presets": {"a": {"base": "bad"}}})").dump());
+  EXPECT_EQ(msg, "test.json: presets.a.mxu.m: unknown key (known keys: acc_rows, n) (inherited from base 'bad')");
+  msg = error_of(
+      with_bases(
+          R"({"bases": {"bad": {"base": "full", "hbm": {"timing": {"trefi": 10}}}}, "presets": {"a": {"base": "bad"}}})")
+          .dump());
+  EXPECT_NE(msg.find("test.json: presets.a.hbm.timing.trefi: 10 must exceed trfc"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(inherited from base 'bad')"), std::string::npos) << msg;
+  // The preset's own value, checked against an inherited one: no "inherited".
+  msg = error_of(with_bases(R"({"presets": {"a": {"base": "full", "hbm": {"timing": {"trefi": 10}}}}})").dump());
+  EXPECT_NE(msg.find("presets.a.hbm.timing.trefi: 10 must exceed trfc"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("inherited"), std::string::npos) << msg;
+  // An array element's source is the array's; a value from a preset used as a base says "preset".
+  msg = error_of(with_bases(R"({"bases": {"wide": {"base": "full", "ici": {"torus": [4, 40]}}},
+                               "presets": {"a": {"base": "wide"}}})")
+                     .dump());
+  EXPECT_EQ(msg, "test.json: presets.a.ici.torus.y: 40 is out of range [1, 32] (inherited from base 'wide')");
+  // q is valid (its memory is the model), r puts q's 2^30 beats on HBM: the value is q's.
+  msg = error_of(
+      with_bases(R"({"presets": {"a": {"base": "full"}, "q": {"base": "full", "chip": {"hbm_beats": 1073741824}},
+                               "r": {"base": "q", "chip": {"memory": "hbm"}}}})")
+          .dump());
+  EXPECT_NE(msg.find("test.json: presets.r.chip.hbm_beats: 1073741824 beats of 4 bursts exceed the HBM"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("(inherited from preset 'q')"), std::string::npos) << msg;
+  // Without a base, a missing section is still missing.
+  msg = error_of(with_bases(R"({"bases": {"half": {"clock_mhz": 1}}, "presets": {"a": {"base": "half"}}})").dump());
+  EXPECT_EQ(msg, "test.json: presets.a.mxu: missing");
+}
+
+TEST(ConfigBase, BaseIsNotAPreset) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "tp_config_bases";
+  std::filesystem::create_directories(dir);
+  const auto presets_file = dir / "presets.json", pods_file = dir / "pods.json";
+  std::ofstream(presets_file) << with_bases(R"({"presets": {"a": {"base": "full"}}})").dump();
+  const auto all = tp::load_presets(presets_file);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].name, "a");
+  try {
+    tp::load_preset("full", presets_file);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), presets_file.string() +
+                                         ": unknown preset 'full' (bases.full is only a base for presets to inherit "
+                                         "from; known presets: a)");
+  }
+  EXPECT_EQ(error_of(with_bases(R"({"default": "full", "presets": {"a": {"base": "full"}}})").dump()),
+            "test.json: default: names unknown preset 'full' (it is a base, not a preset)");
+  // Nor can a pod's chips be one.
+  auto pods = nlohmann::json::parse(pod_with("preset", "\"full\""));
+  std::ofstream(pods_file) << pods.dump();
+  try {
+    tp::load_pods(pods_file, presets_file);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("pods.p.preset: unknown preset 'full' (known presets: a)"), std::string::npos)
+        << e.what();
+  }
+  // The shipped file: no base loads as a preset.
+  std::ifstream in(tp::default_config_path());
+  const auto bases = nlohmann::json::parse(in).value("bases", nlohmann::json::object());
+  EXPECT_FALSE(bases.empty());
+  for (const auto& [name, body] : bases.items()) EXPECT_THROW(tp::load_preset(name), ConfigError) << name;
+}
+
+TEST(ConfigBase, ShippedTestPresetsShareTheTestTiming) {
+  for (const char* name : {"tiny", "small", "odd"}) {
+    const tp::Preset p = tp::load_preset(name);
+    EXPECT_EQ(p.hbm.timing.trefi, 600u) << name;
+    EXPECT_EQ(p.hbm.timing.trfc, 40u) << name;
+    EXPECT_EQ(p.clock_mhz, 700.0) << name;
+  }
+  EXPECT_TRUE(tp::load_preset("odd").hbm.closed_page);  // set by odd itself
+  EXPECT_EQ(tp::load_preset("small").hbm.channels, 4u);
+  EXPECT_EQ(tp::load_preset("v2").hbm.timing.trefi, 3900u);
 }
 
 }  // namespace
