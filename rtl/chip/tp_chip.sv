@@ -212,6 +212,7 @@ module tp_chip
     .unit_err_code_i (ici_err_code),
     .unit_err_pc_i   (ici_err_pc),
     .rsig_i       (rsig),
+    .ici_busy_i   (ici_busy_o),
     .pod_i        (pod),
     .waiting_o    (waiting),
     .wait_pc_o    (wait_pc),
@@ -486,7 +487,7 @@ module tp_chip
   // ---- ICI: the unit (fifth queue) and the router ------------------------------------------
   logic           inj_valid, inj_ready, ej_valid, ej_ready, r_refused;
   logic [IFW-1:0] inj_flit, ej_flit;
-  logic           r_err_slice, r_err_cfg, r_err_inj, rx_busy;
+  logic           r_err_slice, r_err_cfg, r_err_inj, rx_busy, r_busy;
   logic [31:0]    r_flits [NPORTS], r_cstall [NPORTS];
   logic [31:0]    r_retx [4], r_crc [4], r_dropped [4], r_rv_bad [4], r_faults [4], r_refused_cnt;
   logic [63:0]    ici_sent, ici_recv;
@@ -533,7 +534,8 @@ module tp_chip
   );
   assign u_idle[UnitIci]  = send_idle;
   assign u_ready[UnitIci] = send_idle;
-  assign ici_busy_o       = !send_idle || rx_busy || inj_valid || ej_valid;
+  // In flight on this chip: a send, an arrival being written, or a flit inside the router.
+  assign ici_busy_o       = !send_idle || rx_busy || inj_valid || ej_valid || r_busy;
 
   tp_ici_router #(.V(IciVcs), .B(IciBuf), .FlitW(IciFlitW), .R(IciReplay)) u_router (
     .clk_i,
@@ -560,6 +562,7 @@ module tp_chip
     .ej_ready_i         (ej_ready),
     .ej_flit_o          (ej_flit),
     .refused_o          (r_refused),
+    .busy_o             (r_busy),
     .err_slice_o        (r_err_slice),
     .err_cfg_o          (r_err_cfg),
     .err_inj_o          (r_err_inj),

@@ -46,6 +46,7 @@ module tp_core
   input  logic [7:0]   unit_err_code_i,
   input  logic [31:0]  unit_err_pc_i,
   input  logic [3:0]   rsig_i,     // a semaphore signalled from another chip (0: none)
+  input  logic         ici_busy_i, // ICI traffic in flight on this chip: a signal may still come
   input  logic         pod_i,      // in a slice of several chips: no local deadlock verdict
   output logic         waiting_o,  // pod_i: every queue waits and nothing moves
   output logic [31:0]  wait_pc_o,  // the oldest waiting PC
@@ -223,7 +224,7 @@ module tp_core
       if (q_valid[q] && u_pc_o[q] < stuck_pc) stuck_pc = u_pc_o[q];
     end
     // Nothing runs, nothing can start, the front end cannot dispatch, yet work is left.
-    stuck = all_idle && (go == '0) && (u_cmpl_i == '0) && (rsig_i == '0) && (|q_valid) &&
+    stuck = all_idle && (go == '0) && (u_cmpl_i == '0) && (rsig_i == '0) && !ici_busy_i && (|q_valid) &&
             (state_q == Halted || (state_q == Run && fetch_ok && chk == ErrNone && op != OpHalt && !dispatch));
   end
 

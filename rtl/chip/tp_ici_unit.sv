@@ -117,6 +117,24 @@ module tp_ici_unit
     end
   end
 
+  // The ici_slice probe goes to a coordinate the router is sure to refuse: just past the slice's
+  // edge in x (x0 + w, or x0 - 1 when the slice reaches x = 31), else in y; a slice of the whole
+  // 32 x 32 range has no such coordinate, and then no probe goes out (the error alone).
+  logic          probe_ok, px_ok, py_ok;
+  logic [CW-1:0] probe_x, probe_y;
+  logic [CW+1:0] x_end, y_end;
+  always_comb begin
+    x_end   = (CW+2)'(slice_x0_i) + (CW+2)'(slice_w_i);
+    y_end   = (CW+2)'(slice_y0_i) + (CW+2)'(slice_h_i);
+    px_ok   = (x_end < (CW+2)'(32)) || (slice_x0_i != '0);
+    py_ok   = (y_end < (CW+2)'(32)) || (slice_y0_i != '0);
+    probe_x = my_x_i;
+    probe_y = my_y_i;
+    if (px_ok) probe_x = (x_end < (CW+2)'(32)) ? CW'(x_end) : slice_x0_i - 1'b1;
+    else if (py_ok) probe_y = (y_end < (CW+2)'(32)) ? CW'(y_end) : slice_y0_i - 1'b1;
+    probe_ok = px_ok || py_ok;
+  end
+
   // ---- send -----------------------------------------------------------------------------------
   logic            busy_q, probe_q;
   logic [CW-1:0]   dx_q, dy_q;
@@ -197,10 +215,10 @@ module tp_ici_unit
       sent_q     <= '0;
     end else begin
       if (start_i) begin
-        busy_q  <= cfg_ok_i;
-        probe_q <= cfg_ok_i && outside;
-        dx_q    <= dst_x;
-        dy_q    <= dst_y;
+        busy_q  <= cfg_ok_i && (!outside || probe_ok);
+        probe_q <= cfg_ok_i && outside && probe_ok;
+        dx_q    <= outside ? probe_x : dst_x;
+        dy_q    <= outside ? probe_y : dst_y;
         raddr_q <= ici_raddr(instr_i);
         left_q  <= (cfg_ok_i && !outside) ? ici_rows(instr_i) : '0;
         rsem_q  <= ici_rsem(instr_i);

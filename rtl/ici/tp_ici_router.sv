@@ -57,6 +57,7 @@ module tp_ici_router
   input  logic           ej_ready_i,
   output logic [FW-1:0]  ej_flit_o,
   output logic           refused_o,  // pulse: a packet aimed outside the slice was dropped
+  output logic           busy_o,     // a flit is in the injection FIFO, an input VC buffer or the ejection FIFO
   // Status and counters.
   output logic           err_slice_o,  // sticky: a flit arrived whose destination is outside
   output logic           err_cfg_o,    // the configuration inputs are inconsistent (see below)
@@ -550,6 +551,10 @@ module tp_ici_router
   end
   assign cnt_refused_o = refused_q;
   assign refused_o     = refuse && outside && cfg_ok && !bad_vc;
+  always_comb begin
+    busy_o = inj_valid || ej_valid_o;
+    for (int p = 0; p < NPORTS; p++) for (int v = 0; v < V; v++) busy_o = busy_o || (count_q[p][v] != '0);
+  end
   assign err_inj_o     = err_inj_q;
   assign err_slice_o   = err_slice_q;
 

@@ -110,8 +110,9 @@ IciTraffic random_ici_traffic(const Preset& p, unsigned w, unsigned h, uint64_t 
         di = static_cast<unsigned>(x.dx);
         dj = static_cast<unsigned>(x.dy);
       } else {  // offsets past the slice's size too: they wrap
-        x.dx = uni(-static_cast<int>(w) - 1, static_cast<int>(w) + 1);
-        x.dy = uni(-static_cast<int>(h) - 1, static_cast<int>(h) + 1);
+        // (the field is 6 bits, signed: -32 .. 31)
+        x.dx = uni(std::max(-static_cast<int>(w) - 1, -32), std::min(static_cast<int>(w) + 1, 31));
+        x.dy = uni(std::max(-static_cast<int>(h) - 1, -32), std::min(static_cast<int>(h) + 1, 31));
         di = wrap(i, x.dx, w);
         dj = wrap(j, x.dy, h);
       }

@@ -63,7 +63,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   bool done() override { return finished_; }
   bool waiting() override { return started_ && !finished_ && result_.waiting; }
   bool ici_busy() override {
-    if (!out_.empty() || r_->ej_valid_o) return true;
+    if (!out_.empty() || r_->ej_valid_o || r_->busy_o) return true;
     return std::any_of(rx_.begin(), rx_.end(), [](const Rx& v) { return v.in_packet; });
   }
   uint32_t csr_read(uint32_t a) override {
@@ -145,6 +145,12 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
       result_ = model_.run();
       finished_ = result_.done || result_.err != isa::Err::none;
     }
+    if (started_ && !finished_ && result_.waiting && regs_.w * regs_.h == 1 && !ici_busy()) {
+      result_.err = isa::Err::deadlock;  // alone in its slice: no other chip can signal
+      result_.pc = result_.wait_pc;
+      result_.waiting = false;
+      finished_ = true;
+    }
   }
   void end_reset() override { r_->rst_ni = 1; }
 
@@ -168,6 +174,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     r.slice_w_i = u8(regs_.w);
     r.slice_h_i = u8(regs_.h);
     model_.set_ici(regs_);
+    // Always in pod mode: a chip alone in its slice may still wait for its own sends, which
+    // cross the router; clock() turns a wait with nothing in flight into the deadlock error, as
+    // the RTL chip's core does on a 1x1 slice.
+    model_.set_pod_mode(true);
   }
 
   void write_reg(uint32_t a, uint32_t v) {
@@ -220,6 +230,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     finished_ = false;
     poke_ = true;
     result_ = {};
+    // Rows that arrived before the start: load() clears the semaphores, the RTL chip's start
+    // does not, so their writes and counts are applied now.
+    for (const auto& e : early_) model_.deliver(e.raddr, e.row, e.sem);
+    early_.clear();
   }
 
   // The ICI unit's packets for one ici.send (tp_ici_unit.sv).
@@ -288,7 +302,11 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     }
     if (++rx.fi < nf_) return;
     const bool tail = get_bits(f, 1, 1);
-    model_.deliver(rx.raddr, rx.row, tail && rx.last ? rx.rsem : 0);
+    const unsigned sem = tail && rx.last ? rx.rsem : 0;
+    if (started_)
+      model_.deliver(rx.raddr, rx.row, sem);
+    else
+      early_.push_back({rx.raddr, rx.row, sem});
     poke_ = true;
     ++rx.raddr;
     rx.fi = 0;
@@ -306,6 +324,12 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   golden::IciRegs regs_;
   std::deque<Flit> out_;
   std::vector<Rx> rx_;
+  struct Early {
+    uint32_t raddr;
+    std::vector<uint32_t> row;
+    unsigned sem;
+  };
+  std::vector<Early> early_;  // arrivals before the start
   std::vector<isa::Word> code_;
   uint32_t prog_len_ = 0, imem_addr_ = 0;
   std::array<uint32_t, 3> imem_data_{};

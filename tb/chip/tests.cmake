@@ -35,7 +35,8 @@ target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI
 add_executable(test_pod pod/test_pod.cpp)
 target_include_directories(test_pod PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/pod)
 target_compile_options(test_pod PRIVATE ${TP_WARNINGS})
-target_link_libraries(test_pod PRIVATE tp_rtl_slice_tiny tp_sc_main tp_driver tp_tb_util GTest::gtest_main)
+target_link_libraries(test_pod PRIVATE tp_rtl_slice_tiny tp_rtl_slice_small tp_rtl_slice_odd tp_sc_main tp_driver
+                      tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_pod DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "pod")
 list(APPEND TP_TEST_TARGETS test_pod)
 
