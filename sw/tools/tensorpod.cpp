@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -335,6 +336,8 @@ int cmd_run(const RunOptions& o) {
 
 struct PodOptions {
   std::string pod, slice, origin, backend = "both", report, program, waves;
+  std::string torus, preset, host_board;  // overrides of the pod's topology
+  unsigned link_latency = 0;
   std::vector<std::string> program_at, wave_chips, golden_chips;
   bool demo = false;
   std::string matmul, traffic;
@@ -482,7 +485,28 @@ int cmd_pod(const PodOptions& o) {
     throw UsageError("pod: give exactly one of --demo, --matmul MxKxN, --traffic SEED, --program FILE / --program-at");
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
     throw UsageError(fmt::format("--link-bit-error {}: a probability in [0, 0.5]", o.link_bit_error));
-  const auto cfg = tp::load_pod(o.pod);
+  auto cfg = tp::load_pod(o.pod);
+  // Topology overrides go through the pods file's own validation (its messages name the key).
+  if (!o.torus.empty() || !o.preset.empty() || !o.host_board.empty() || o.link_latency != 0) {
+    json j = json::parse(tp::pod_json(cfg));
+    j.erase("name");  // pod_json names the pod; in a pods file the key does
+    if (!o.torus.empty()) {
+      const auto [x, y] = parse_pair(o.torus, 'x', "--torus");
+      j["torus"] = {x, y};
+      j["slices"] = json::array({{{"name", "all"}, {"origin", {0, 0}}, {"shape", {x, y}}}});
+      if (o.host_board.empty()) j["host_board"] = {std::gcd(x, 2u), std::gcd(y, 2u)};
+    }
+    if (!o.preset.empty()) j["preset"] = o.preset;
+    if (!o.host_board.empty()) {
+      const auto [x, y] = parse_pair(o.host_board, 'x', "--host-board");
+      j["host_board"] = {x, y};
+    }
+    if (o.link_latency != 0) j["link_latency"] = o.link_latency;
+    json file = {{"default", cfg.name}, {"pods", {{cfg.name, j}}}};
+    std::vector<std::string> names;
+    for (const auto& p : tp::load_presets()) names.push_back(p.name);
+    cfg = tp::parse_pods(file.dump(), "tensorpod pod options", names).front();
+  }
   const auto pod = tp::driver::pod_spec(cfg);
   tp::driver::SliceShape shape{0, 0, pod.kx, pod.ky};
   if (!cfg.slices.empty() && o.slice.empty()) {
@@ -574,6 +598,10 @@ int main(int argc, char** argv) {
   pod_cmd->add_option("--pod", pod.pod,
                       "pod from configs/pods.json: torus, chip preset, link latency, host boards "
                       "(default: the file's default)");
+  pod_cmd->add_option("--torus", pod.torus, "override the pod's torus: PxQ chips (the slice: the whole torus)");
+  pod_cmd->add_option("--preset", pod.preset, "override the pod's chip preset");
+  pod_cmd->add_option("--link-latency", pod.link_latency, "override the pod's link latency (cycles)");
+  pod_cmd->add_option("--host-board", pod.host_board, "override the chips per host board: BXxBY (dividing the torus)");
   pod_cmd->add_option("--slice", pod.slice, "slice shape WxH (default: the pod's first slice)");
   pod_cmd->add_option("--origin", pod.origin, "slice origin X,Y in the pod (default: the pod's first slice's)");
   pod_cmd->add_option("--backend", pod.backend, "rtl, golden or both")->capture_default_str();
