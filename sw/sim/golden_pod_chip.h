@@ -31,7 +31,7 @@ template <class Router, class LinkT, class RevT>
 class GoldenPodChip final : public PodNode<LinkT, RevT> {
  public:
   GoldenPodChip(sc_core::sc_module_name name, const Preset& p, unsigned x, unsigned y)
-      : GoldenPodChip::PodNode(name, x, y),
+      : GoldenPodChip::PodNode(name),
         p_(p),
         model_(p),
         ctx_(std::make_unique<VerilatedContext>()),

@@ -104,8 +104,7 @@ class PodNode : public sc_core::sc_module {
   Fwd* fwd_in[4] = {};
   Rev* rev_in[4] = {};
 
-  PodNode(sc_core::sc_module_name name, unsigned x, unsigned y)
-      : sc_core::sc_module(name), socket("socket"), x_(x), y_(y) {
+  explicit PodNode(sc_core::sc_module_name name) : sc_core::sc_module(name), socket("socket") {
     socket.register_b_transport(this, &PodNode::b_transport);
     socket.register_transport_dbg(this, &PodNode::transport_dbg);
     SC_HAS_PROCESS(PodNode);
@@ -114,9 +113,6 @@ class PodNode : public sc_core::sc_module {
     dont_initialize();
   }
 
-  unsigned x() const { return x_; }
-  unsigned y() const { return y_; }
-  uint64_t cycles() const { return cycles_; }
   double eval_seconds() const { return eval_ns_ * 1e-9; }  // wall time inside the chip's own evaluation
 
   virtual std::string backend() const = 0;
@@ -145,7 +141,6 @@ class PodNode : public sc_core::sc_module {
     const auto t0 = std::chrono::steady_clock::now();
     clock(pending_ ? &w : nullptr);
     eval_ns_ += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    ++cycles_;
     if (pending_) {
       pending_ = false;
       written_.notify(sc_core::SC_ZERO_TIME);
@@ -194,9 +189,7 @@ class PodNode : public sc_core::sc_module {
     return t.get_data_length();
   }
 
-  unsigned x_, y_;
   unsigned reset_left_ = 4;  // cycles in reset after elaboration
-  uint64_t cycles_ = 0;
   double eval_ns_ = 0;
   bool pending_ = false;
   uint32_t pend_addr_ = 0, pend_data_ = 0;
@@ -208,11 +201,10 @@ template <class Top>
 class PodChip final : public PodNode<typename ChipHarness<Top>::Link, typename ChipHarness<Top>::Rev> {
  public:
   using Harness = ChipHarness<Top>;
-  PodChip(sc_core::sc_module_name name, const Preset& p, ChipStimulus stim, unsigned x, unsigned y)
-      : PodChip::PodNode(name, x, y), h_(p, stim, true) {
+  PodChip(sc_core::sc_module_name name, const Preset& p, ChipStimulus stim)
+      : PodChip::PodNode(name), h_(p, stim, true) {
     h_.begin_reset();
   }
-  Harness& harness() { return h_; }
 
   std::string backend() const override { return "rtl"; }
   unsigned lanes() const override { return h_.lanes(); }
@@ -281,12 +273,7 @@ class PodHost : public sc_core::sc_module {
     sc_core::sc_spawn(sc_bind(&PodHost::thread, this));
   }
   void write_reg(unsigned chip, uint32_t addr, uint32_t value) { reg(chip, true, addr, value); }
-  uint32_t read_reg(unsigned chip, uint32_t addr) {
-    uint32_t value = 0;
-    reg(chip, false, addr, value);
-    return value;
-  }
-  // The backdoor (debug transport): whole beats.
+  // The backdoor (debug transport): whole beats at a byte address of the chip's memory.
   void memory(unsigned chip, bool write, uint64_t byte_addr, std::span<uint32_t> words) {
     tlm::tlm_generic_payload t;
     t.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);

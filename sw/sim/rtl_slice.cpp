@@ -37,7 +37,8 @@ class PodTop : public sc_core::sc_module {
   sc_core::sc_clock clk;
   std::vector<std::unique_ptr<Node>> chips;  // by pod index x + y * kx
   std::vector<std::unique_ptr<tp::tb::PodHost>> hosts;
-  std::vector<std::vector<unsigned>> host_chips;  // pod indices of each host's chips
+  std::vector<std::vector<unsigned>> host_chips;       // pod indices of each host's chips
+  std::vector<std::pair<unsigned, unsigned>> host_of;  // by pod index: (host, its socket)
 
   PodTop(sc_core::sc_module_name name, const tp::driver::PodSpec& pod, const tp::driver::SliceOptions& opt)
       : sc_core::sc_module(name), clk("clk", 1, sc_core::SC_NS), pod_(pod), opt_(opt) {
@@ -60,7 +61,7 @@ class PodTop : public sc_core::sc_module {
         if (golden)
           c = std::make_unique<GoldenChip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, x, y);
         else
-          c = std::make_unique<Chip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, stim, x, y);
+          c = std::make_unique<Chip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, stim);
         c->clk(clk);
         const double flip = opt.link_bit_error;
         for (unsigned p = 0; p < 4; ++p) {
@@ -96,6 +97,8 @@ class PodTop : public sc_core::sc_module {
                                                    static_cast<unsigned>(mine.size()));
         h->clk(clk);
         for (unsigned k = 0; k < mine.size(); ++k) (*h->sockets[k])(chips[mine[k]]->socket);
+        host_of.resize(chips.size());
+        for (unsigned k = 0; k < mine.size(); ++k) host_of[mine[k]] = {static_cast<unsigned>(hosts.size()), k};
         hosts.push_back(std::move(h));
         host_chips.push_back(std::move(mine));
       }
@@ -119,18 +122,22 @@ class RtlSlice final : public tp::driver::Slice {
 
   std::string backend_name() const override { return "rtl"; }
 
+  // Memory through the chip's host board: the debug transport (the backdoor) of its TLM socket.
   void write_pod_chip(unsigned x, unsigned y, uint64_t beat, std::span<const uint32_t> words) override {
     check_pod_chip(x, y);
-    auto& h = harness(x, y);
-    if (words.size() % h.lanes() != 0)
-      throw DriverError(fmt::format("write: {} words is not a whole number of {}-lane beats", words.size(), h.lanes()));
-    check_range(beat, words.size() / h.lanes(), "write");
-    h.write_mem(beat, words);
+    const unsigned lanes = preset().mxu.n;
+    if (words.size() % lanes != 0)
+      throw DriverError(fmt::format("write: {} words is not a whole number of {}-lane beats", words.size(), lanes));
+    check_range(beat, words.size() / lanes, "write");
+    std::vector<uint32_t> copy(words.begin(), words.end());
+    backdoor(x, y, true, beat, copy);
   }
   std::vector<uint32_t> read_pod_chip(unsigned x, unsigned y, uint64_t beat, uint64_t beats) override {
     check_pod_chip(x, y);
     check_range(beat, beats, "read");
-    return harness(x, y).read_mem(beat, beats);
+    std::vector<uint32_t> out(beats * preset().mxu.n);
+    backdoor(x, y, false, beat, out);
+    return out;
   }
 
   tp::driver::SliceStatus run(uint64_t timeout_cycles) override {
@@ -259,7 +266,10 @@ class RtlSlice final : public tp::driver::Slice {
   }
 
  private:
-  Node& harness(unsigned x, unsigned y) { return *top_->chips[x + y * pod().kx]; }
+  void backdoor(unsigned x, unsigned y, bool write, uint64_t beat, std::span<uint32_t> words) {
+    const auto [host, socket] = top_->host_of[x + y * pod().kx];
+    top_->hosts[host]->memory(socket, write, beat * 4 * preset().mxu.n, words);
+  }
   void check_range(uint64_t beat, uint64_t beats, const char* what) const {
     const uint64_t total = preset().chip.hbm_beats;
     if (beat > total || beats > total - beat)

@@ -402,7 +402,12 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   so.link_bit_error = o.link_bit_error;
   so.watchdog = o.watchdog;
   so.wave_dir = o.waves;
-  for (const auto& w : o.wave_chips) so.wave_chips.push_back(parse_pair(w, ',', "--wave-chip"));
+  for (const auto& w : o.wave_chips) {
+    const auto xy = parse_pair(w, ',', "--wave-chip");
+    if (xy.first >= pod.kx || xy.second >= pod.ky)
+      throw UsageError(fmt::format("--wave-chip {}: no such chip in the {}x{} pod", w, pod.kx, pod.ky));
+    so.wave_chips.push_back(xy);
+  }
   if (be == Backend::rtl)
     for (const auto& g : o.golden_chips) {
       const auto xy = parse_pair(g, ',', "--golden-chip");
@@ -483,6 +488,8 @@ int cmd_pod(const PodOptions& o) {
   const int modes = o.demo + !o.matmul.empty() + !o.traffic.empty() + (!o.program.empty() || !o.program_at.empty());
   if (modes != 1)
     throw UsageError("pod: give exactly one of --demo, --matmul MxKxN, --traffic SEED, --program FILE / --program-at");
+  if (o.backend == "golden" && !o.golden_chips.empty())
+    throw UsageError("pod: --golden-chip picks golden chips of the rtl pod; give --backend rtl or both");
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
     throw UsageError(fmt::format("--link-bit-error {}: a probability in [0, 0.5]", o.link_bit_error));
   auto cfg = tp::load_pod(o.pod);
