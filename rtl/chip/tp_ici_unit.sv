@@ -193,9 +193,7 @@ module tp_ici_unit
   // left_q counts the rows not yet taken from the stream; a packet holds min(PktRows, left_q)
   // rows from the row that starts it. A taken row starts a packet when the next flit is a head
   // (hdr_q) and no row is held, or when the held row ends the current packet now.
-  logic [15:0] rows_after;
   logic        new_pkt;
-  assign rows_after = left_q;
   assign new_pkt    = (!have_q && hdr_q) || (fire && pkt_end);
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -248,7 +246,7 @@ module tp_ici_unit
         have_q <= 1'b1;
         left_q <= left_q - 16'd1;
         // A packet starts with this row: it holds min(PktRows, rows from here) rows.
-        if (new_pkt) pkt_left_q <= (rows_after > 16'(PktRows)) ? PRW'(PktRows - 1) : PRW'(rows_after - 16'd1);
+        if (new_pkt) pkt_left_q <= (left_q > 16'(PktRows)) ? PRW'(PktRows - 1) : PRW'(left_q - 16'd1);
       end else if (fire && row_last_flit) begin
         have_q <= 1'b0;
       end
