@@ -3,6 +3,11 @@
 // vec, store, ici), the semaphores, and the error and done logic. Units see their queue's head
 // instruction (u_instr_o) and take it with u_start_o.
 //
+// The front end is also the scalar unit: 32 registers (r0 = 0), one scalar instruction or branch
+// per cycle, and a taken branch fetches its target in the next cycle (no bubble: the instruction
+// memory is read combinationally). A unit instruction's register fields are resolved here
+// (R[reg] + field, checked exactly) and the unit gets the resolved word.
+//
 // In a pod (pod_i: the chip's slice has more than one chip) another chip may still signal a
 // semaphore, so a chip whose queues all wait is not a deadlock here: it raises waiting_o (with
 // the oldest waiting PC) and the pod decides (docs/pod.md).
@@ -67,7 +72,9 @@ module tp_core
 
   instr_t      imem_q [ImemWords];
   logic [31:0] pc_q;
-  instr_t      ins;
+  instr_t      raw, ins;  // the fetched word; ins: its register fields resolved
+  regs_t       regs_q;    // scalar registers; regs_q[0] stays 0
+  logic        scalar;    // a scalar instruction or branch (executed here, not queued)
   logic [5:0]  op;
   logic [7:0]  chk;
   logic [2:0]  unit;
@@ -77,8 +84,10 @@ module tp_core
   always_ff @(posedge clk_i) begin
     if (imem_we_i && imem_addr_i < 32'(ImemWords)) imem_q[imem_addr_i] <= imem_wdata_i;
   end
-  assign ins = (pc_q < 32'(ImemWords)) ? imem_q[pc_q] : '0;
-  assign op  = f_opcode(ins);
+  assign raw    = (pc_q < 32'(ImemWords)) ? imem_q[pc_q] : '0;
+  assign ins    = resolve(raw, regs_q);
+  assign op     = f_opcode(raw);
+  assign scalar = op_legal(op) && op_unit(op) == UnitFront && op != OpHalt;
 
   // ---- checks, in the order docs/chip.md gives --------------------------------------------
   function automatic logic [63:0] w(input logic [31:0] x);
@@ -90,61 +99,133 @@ module tp_core
     return !((s == d && l == r) || s + l <= d || d + r <= s);
   endfunction
 
-  logic [63:0] r;
-  assign r = w(32'(vec_rows(ins)));
+  // The checks see the exact values R[reg] + field (64 bits) of the register fields: a rows that
+  // does not fit its field is bad_field, an address past its field fails its range check.
+  logic [63:0] r, e_va, e_ha, e_rows, e_acc, e_ra, e_dst, e_a, e_b;
+  always_comb begin
+    e_va = '0; e_ha = '0; e_rows = '0; e_acc = '0; e_ra = '0; e_dst = '0; e_a = '0; e_b = '0;
+    case (op)
+      OpDmaLd, OpDmaSt: begin
+        e_va = dma_vaddr_eff(raw, regs_q); e_ha = dma_haddr_eff(raw, regs_q); e_rows = dma_rows_eff(raw, regs_q);
+      end
+      OpMxuLw: e_va = lw_vaddr_eff(raw, regs_q);
+      OpMxuMm: begin
+        e_va = mm_vaddr_eff(raw, regs_q); e_acc = mm_acc_eff(raw, regs_q); e_rows = mm_rows_eff(raw, regs_q);
+      end
+      OpIciSend: begin
+        e_va = ici_vaddr_eff(raw, regs_q); e_ra = ici_raddr_eff(raw, regs_q); e_rows = ici_rows_eff(raw, regs_q);
+      end
+      default: begin
+        e_dst = vec_dst_eff(raw, regs_q); e_a = vec_a_eff(raw, regs_q); e_b = vec_b_eff(raw, regs_q);
+        e_rows = vec_rows_eff(raw, regs_q);
+      end
+    endcase
+  end
+  assign r = e_rows;
   always_comb begin
     chk  = ErrNone;
     unit = op_unit(op);
-    if (unit == UnitField) unit = 3'(fence_unit(ins));
+    if (unit == UnitField) unit = 3'(fence_unit(raw));
     if (!op_legal(op)) begin
       chk = ErrIllegalOpcode;
-    end else if (reserved_set(ins)) begin
+    end else if (reserved_set(raw)) begin
       chk = ErrBadField;
+    end else if (scalar) begin
+      if (f_wait(raw) != 0 || f_signal(raw) != 0) chk = ErrBadField;  // the front end has no semaphores
+      else if ((op == OpSlli || op == OpSrli) && alui_simm(raw) > 32'd31) chk = ErrBadField;
+      else if (op == OpLoop && loop_rd(raw) == 0) chk = ErrBadField;
+      else if (op == OpLoop && 32'(loop_target(raw)) >= prog_len_i) chk = ErrBranchRange;
+      else if ((op == OpBeq || op == OpBne || op == OpBlt || op == OpBge) && 32'(br_target(raw)) >= prog_len_i)
+        chk = ErrBranchRange;
     end else begin
       case (op)
         OpDmaLd, OpDmaSt: begin
-          if (dma_rows(ins) == 0 || dma_cols(ins) == 0) chk = ErrBadField;
-          else if (w(32'(dma_vaddr(ins))) + w(32'(dma_rows(ins))) * w(32'(dma_cols(ins))) > 64'(VmemRows))
+          if (e_rows == 0 || dma_cols(raw) == 0 || e_rows > 64'hffff) chk = ErrBadField;
+          else if (e_va + e_rows * w(32'(dma_cols(raw))) > 64'(VmemRows))
             chk = ErrVmemRange;
-          else if (w(dma_haddr(ins)) + (w(32'(dma_rows(ins))) - 1) * w(dma_hstride(ins)) + w(32'(dma_cols(ins))) >
-                   64'(HbmBeats))
+          else if (e_ha + (e_rows - 1) * w(32'(dma_hstride(raw))) + w(32'(dma_cols(raw))) > 64'(HbmBeats))
             chk = ErrHbmRange;
         end
         OpMxuLw: begin
-          if (w(32'(lw_vaddr(ins))) + 64'(N) > 64'(VmemRows)) chk = ErrVmemRange;
+          if (e_va + 64'(N) > 64'(VmemRows)) chk = ErrVmemRange;
           else if (lw_unused_q) chk = ErrMxuWeightsUnused;
         end
         OpMxuMm: begin
-          if (mm_rows(ins) == 0) chk = ErrBadField;
-          else if (w(32'(mm_vaddr(ins))) + w(32'(mm_rows(ins))) > 64'(VmemRows)) chk = ErrVmemRange;
-          else if (w(32'(mm_acc(ins))) + w(32'(mm_rows(ins))) > 64'(AccRows)) chk = ErrAccRange;
+          if (e_rows == 0 || e_rows > 64'hffff) chk = ErrBadField;
+          else if (e_va + e_rows > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (e_acc + e_rows > 64'(AccRows)) chk = ErrAccRange;
           else if (!lw_seen_q) chk = ErrMxuNoWeights;
         end
         OpIciSend: begin
-          if (ici_rows(ins) == 0) chk = ErrBadField;
-          else if (w(32'(ici_vaddr(ins))) + w(32'(ici_rows(ins))) > 64'(VmemRows)) chk = ErrVmemRange;
-          else if (w(32'(ici_raddr(ins))) + w(32'(ici_rows(ins))) > 64'(VmemRows)) chk = ErrVmemRange;
+          if (e_rows == 0 || e_rows > 64'hffff) chk = ErrBadField;
+          else if (e_va + e_rows > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (e_ra + e_rows > 64'(VmemRows)) chk = ErrVmemRange;
         end
         OpFence: begin
-          if (32'(fence_unit(ins)) >= NQ) chk = ErrBadField;
+          if (32'(fence_unit(raw)) >= NQ) chk = ErrBadField;
         end
         OpHalt: ;
         default: begin  // vector
-          if (r == 0) chk = ErrBadField;
-          else if (w(32'(vec_dst(ins))) + r > 64'(VmemRows)) chk = ErrVmemRange;
-          else if (vec_a_acc(ins) && w(32'(vec_a(ins))) + r > 64'(AccRows)) chk = ErrAccRange;
-          else if (!vec_a_acc(ins) && w(32'(vec_a(ins))) + r > 64'(VmemRows)) chk = ErrVmemRange;
-          else if (op_uses_b(op) && w(32'(vec_b(ins))) + (vec_b_bcast(ins) ? 64'd1 : r) > 64'(VmemRows))
+          if (r == 0 || r > 64'h7fff) chk = ErrBadField;
+          else if (e_dst + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (vec_a_acc(raw) && e_a + r > 64'(AccRows)) chk = ErrAccRange;
+          else if (!vec_a_acc(raw) && e_a + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (op_uses_b(op) && e_b + (vec_b_bcast(raw) ? 64'd1 : r) > 64'(VmemRows))
             chk = ErrVmemRange;
-          else if (op_uses_mask(op) && w(vec_imm(ins)) + r > 64'(VmemRows)) chk = ErrVmemRange;
-          else if (!vec_a_acc(ins) && bad_overlap(w(32'(vec_a(ins))), r, w(32'(vec_dst(ins))), r)) chk = ErrOverlap;
-          else if (op_uses_b(op) && bad_overlap(w(32'(vec_b(ins))), vec_b_bcast(ins) ? 64'd1 : r,
-                                                w(32'(vec_dst(ins))), r))
+          else if (op_uses_mask(op) && w(vec_imm(raw)) + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (!vec_a_acc(raw) && bad_overlap(e_a, r, e_dst, r)) chk = ErrOverlap;
+          else if (op_uses_b(op) && bad_overlap(e_b, vec_b_bcast(raw) ? 64'd1 : r, e_dst, r))
             chk = ErrOverlap;
-          else if (op_uses_mask(op) && bad_overlap(w(vec_imm(ins)), r, w(32'(vec_dst(ins))), r)) chk = ErrOverlap;
+          else if (op_uses_mask(op) && bad_overlap(w(vec_imm(raw)), r, e_dst, r)) chk = ErrOverlap;
         end
       endcase
     end
+  end
+
+  // ---- the scalar unit --------------------------------------------------------------------
+  logic [31:0] s_a, s_b, s_imm, s_res, s_next;
+  logic [4:0]  s_rd;
+  logic        s_we;
+  always_comb begin
+    s_a    = regs_q[alu_rs1(raw)];
+    s_b    = regs_q[alu_rs2(raw)];
+    s_imm  = alui_simm(raw);
+    s_rd   = alu_rd(raw);
+    s_we   = 1'b1;
+    s_res  = '0;
+    s_next = pc_q + 1;
+    case (op)
+      OpAdd:  s_res = s_a + s_b;
+      OpSub:  s_res = s_a - s_b;
+      OpAnd:  s_res = s_a & s_b;
+      OpOr:   s_res = s_a | s_b;
+      OpXor:  s_res = s_a ^ s_b;
+      OpSll:  s_res = s_a << s_b[4:0];
+      OpSrl:  s_res = s_a >> s_b[4:0];
+      OpSlt:  s_res = 32'($signed(s_a) < $signed(s_b));
+      OpSltu: s_res = 32'(s_a < s_b);
+      OpAddi: s_res = s_a + s_imm;
+      OpSlli: s_res = s_a << s_imm[4:0];
+      OpSrli: s_res = s_a >> s_imm[4:0];
+      OpLi: begin
+        s_rd  = li_rd(raw);
+        s_res = li_simm(raw);
+      end
+      OpBeq, OpBne, OpBlt, OpBge: begin
+        s_we = 1'b0;
+        s_a  = regs_q[br_rs1(raw)];
+        s_b  = regs_q[br_rs2(raw)];
+        if ((op == OpBeq && s_a == s_b) || (op == OpBne && s_a != s_b) ||
+            (op == OpBlt && $signed(s_a) < $signed(s_b)) || (op == OpBge && $signed(s_a) >= $signed(s_b)))
+          s_next = 32'(br_target(raw));
+      end
+      OpLoop: begin
+        s_rd  = loop_rd(raw);
+        s_res = regs_q[loop_rd(raw)] - 1;
+        if (s_res != 0) s_next = 32'(loop_target(raw));
+      end
+      default: s_we = 1'b0;
+    endcase
   end
 
   // ---- queues -------------------------------------------------------------------------------
@@ -153,7 +234,9 @@ module tp_core
   logic          fetch_ok, dispatch;
   assign uq       = QIW'(unit);
   assign fetch_ok = (state_q == Run) && (pc_q < prog_len_i) && (pc_q < 32'(ImemWords));
-  assign dispatch = fetch_ok && chk == ErrNone && op != OpHalt && q_ready[uq];
+  assign dispatch = fetch_ok && chk == ErrNone && op != OpHalt && !scalar && q_ready[uq];
+  logic s_exec;  // a scalar instruction or branch executes this cycle
+  assign s_exec = fetch_ok && chk == ErrNone && scalar;
 
   for (genvar q = 0; q < NQ; q++) begin : gen_q
     assign q_push[q] = dispatch && uq == QIW'(q);
@@ -225,7 +308,8 @@ module tp_core
     end
     // Nothing runs, nothing can start, the front end cannot dispatch, yet work is left.
     stuck = all_idle && (go == '0) && (u_cmpl_i == '0) && (rsig_i == '0) && !ici_busy_i && (|q_valid) &&
-            (state_q == Halted || (state_q == Run && fetch_ok && chk == ErrNone && op != OpHalt && !dispatch));
+            (state_q == Halted ||
+             (state_q == Run && fetch_ok && chk == ErrNone && op != OpHalt && !scalar && !dispatch));
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -239,6 +323,7 @@ module tp_core
       err_pc_o    <= '0;
       stuck_q     <= '0;
       sem_q       <= '0;
+      regs_q      <= '0;
     end else begin
       sem_q <= sem_d;
       stuck_q <= stuck ? ((stuck_q == 2'd3) ? stuck_q : stuck_q + 1) : '0;
@@ -252,6 +337,7 @@ module tp_core
             error_o     <= 1'b0;
             err_code_o  <= ErrNone;
             err_pc_o    <= '0;
+            regs_q      <= '0;
             // The semaphores keep their counts: only reset clears them (the host resets a chip
             // before every run), so a signal from another chip that arrives before this chip's
             // start is not lost.
@@ -274,6 +360,9 @@ module tp_core
             state_q <= Stopped;
           end else if (state_q == Run && fetch_ok && op == OpHalt) begin
             state_q <= Halted;
+          end else if (s_exec) begin
+            pc_q <= s_next;
+            if (s_we && s_rd != 0) regs_q[s_rd] <= s_res;
           end else if (dispatch) begin
             pc_q <= pc_q + 1;
             if (op == OpMxuLw) begin
@@ -315,7 +404,7 @@ module tp_core
     end else if (running_o) begin
       cnt_q    <= cnt_d;
       cycles_q <= cycles_q + 1;
-      instrs_q <= instrs_q + 64'(dispatch || (state_q == Run && fetch_ok && chk == ErrNone && op == OpHalt));
+      instrs_q <= instrs_q + 64'(dispatch || s_exec || (state_q == Run && fetch_ok && chk == ErrNone && op == OpHalt));
     end
   end
   always_comb begin

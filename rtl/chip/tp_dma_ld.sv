@@ -51,7 +51,7 @@ module tp_dma_ld
   logic [3:0]    d_sig;
   logic [63:0]   bytes_q;
 
-  assign d_in = {dma_vaddr(instr_i), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};
+  assign d_in = {20'(dma_vaddr(instr_i)), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};
   tp_fifo #(.Width(DW), .Depth(2)) u_desc (
     .clk_i,
     .rst_ni,
@@ -84,8 +84,8 @@ module tp_dma_ld
     .clk_i,
     .rst_ni,
     .start_i   (start_i),
-    .haddr_i   (dma_haddr(instr_i)),
-    .hstride_i (dma_hstride(instr_i)),
+    .haddr_i   (32'(dma_haddr(instr_i))),
+    .hstride_i (32'(dma_hstride(instr_i))),
     .cols_i    (dma_cols(instr_i)),
     .step_i    (req_fire),
     .addr_o    (req_addr_o)

@@ -155,7 +155,7 @@ module tp_ici_unit
     .clk_i,
     .rst_ni,
     .start_i    (start_i && cfg_ok_i && !outside),
-    .addr_i     (ici_vaddr(instr_i)),
+    .addr_i     (20'(ici_vaddr(instr_i))),
     .count_i    (32'(ici_rows(instr_i))),
     .step_i     (20'd1),
     .idle_o     (s_idle),
@@ -217,7 +217,7 @@ module tp_ici_unit
         probe_q <= cfg_ok_i && outside && probe_ok;
         dx_q    <= outside ? probe_x : dst_x;
         dy_q    <= outside ? probe_y : dst_y;
-        raddr_q <= ici_raddr(instr_i);
+        raddr_q <= 20'(ici_raddr(instr_i));
         left_q  <= (cfg_ok_i && !outside) ? ici_rows(instr_i) : '0;
         rsem_q  <= ici_rsem(instr_i);
         sig_q   <= f_signal(instr_i);

@@ -73,7 +73,7 @@ module tp_vpu
       .clk_i,
       .rst_ni,
       .start_i    (start_i && !vec_a_acc(instr_i)),
-      .addr_i     (vec_a(instr_i) + 20'(s)),
+      .addr_i     (20'(vec_a(instr_i)) + 20'(s)),
       .count_i    (cnt),
       .step_i     (20'(S)),
       .idle_o     (s_idle[0][s]),
@@ -91,7 +91,7 @@ module tp_vpu
       .clk_i,
       .rst_ni,
       .start_i    (start_i && op_uses_b(f_opcode(instr_i))),
-      .addr_i     (vec_b_bcast(instr_i) ? vec_b(instr_i) : vec_b(instr_i) + 20'(s)),
+      .addr_i     (vec_b_bcast(instr_i) ? 20'(vec_b(instr_i)) : 20'(vec_b(instr_i)) + 20'(s)),
       .count_i    (cnt),
       .step_i     (vec_b_bcast(instr_i) ? 20'd0 : 20'(S)),
       .idle_o     (s_idle[1][s]),
@@ -135,7 +135,7 @@ module tp_vpu
   logic [19:0]  a_first;  // accumulator rows are 16-bit addresses (the range check bounds them)
   /* verilator lint_on UNUSEDSIGNAL */
   logic [15:0]  acc_first;
-  assign a_first   = vec_a(instr_i);
+  assign a_first   = 20'(vec_a(instr_i));
   assign acc_first = a_first[15:0];
   assign group_size = (rows_q - group_q * 32'(S) >= 32'(S)) ? (SW + 1)'(S) : (SW + 1)'(rows_q - group_q * 32'(S));
   tp_rd_stream #(.W(W), .AW(16)) u_acc (
@@ -253,7 +253,7 @@ module tp_vpu
         rows_q     <= 32'(vec_rows(instr_i));
         written_q  <= '0;
         group_q    <= '0;
-        dst_q      <= vec_dst(instr_i);
+        dst_q      <= 20'(vec_dst(instr_i));
         sig_q      <= f_signal(instr_i);
         gathered_q <= '0;
       end else begin

@@ -162,13 +162,15 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   const json& m = j["mxu"];
   check_keys(m, {"n", "acc_rows"}, origin, where + ".mxu");
   p.mxu.n = get_uint(m, "n", 2, 256, origin, where + ".mxu");
-  p.mxu.acc_rows = get_uint(m, "acc_rows", 1, 65535, origin, where + ".mxu");
+  // The ISA's address fields bound the memories (docs/isa.md): VMEM rows and accumulator rows
+  // are 15-bit fields, HBM beats 28 bits, branch targets 20 bits.
+  p.mxu.acc_rows = get_uint(m, "acc_rows", 1, 1u << 15, origin, where + ".mxu");
   if (!j.contains("chip")) fail(origin, where + ".chip", "missing");
   const json& c = j["chip"];
   const std::string cw = where + ".chip";
   check_keys(c, {"vmem_rows", "sublanes", "vmem_banks", "imem_words", "queue", "memory", "mem_latency", "hbm_beats"},
              origin, cw);
-  p.chip.vmem_rows = get_uint(c, "vmem_rows", 16, 1u << 20, origin, cw);
+  p.chip.vmem_rows = get_uint(c, "vmem_rows", 16, 1u << 15, origin, cw);
   p.chip.vmem_banks = get_uint(c, "vmem_banks", 1, 64, origin, cw);
   p.chip.sublanes = get_uint(c, "sublanes", 1, 16, origin, cw);
   if (p.chip.sublanes > p.chip.vmem_banks)
@@ -182,7 +184,7 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   p.chip.memory = c["memory"].get<std::string>();
   if (p.chip.memory != "hbm" && p.chip.memory != "model")
     fail(origin, cw + ".memory", fmt::format("\"{}\" is neither \"hbm\" nor \"model\"", p.chip.memory));
-  p.chip.hbm_beats = get_uint(c, "hbm_beats", 16, 0xffffffffu, origin, cw);
+  p.chip.hbm_beats = get_uint(c, "hbm_beats", 16, 1u << 28, origin, cw);
   if (p.chip.vmem_rows % p.chip.vmem_banks != 0)
     fail(origin, cw + ".vmem_rows",
          fmt::format("{} is not a multiple of vmem_banks ({})", p.chip.vmem_rows, p.chip.vmem_banks));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "vpu_ops.h"
@@ -17,6 +18,9 @@ using isa::Op;
 namespace {
 
 bool is_vector(Op op) { return vpu_is_vector_op(op); }
+
+// A scalar instruction or branch: the front end executes it (halt is the front end's too, but stops).
+bool is_scalar(Op op) { return isa::desc(op).unit == isa::Unit::front && op != Op::halt; }
 
 }  // namespace
 
@@ -86,6 +90,7 @@ void ChipModel::load(const isa::Program& prog) {
   finished_ = false;
   result_ = Result{};
   seen_lw_ = lw_unused_ = switch_pending_ = false;
+  regs_.fill(0);
   for (auto& q : queues_) q.clear();
   sems_.fill(0);
   steps_ = 0;
@@ -119,8 +124,9 @@ ChipModel::Result ChipModel::run(uint64_t max_steps) {
   if (!loaded_) throw std::logic_error("ChipModel::run: no program loaded");
   uint64_t budget = max_steps;
   while (!finished_) {
-    dispatch();
+    dispatch(budget);
     if (finished_) break;
+    if (budget == 0) return Result{Err::none, pc_, false, steps_};
     bool progressed = false;
     for (unsigned q = 0; q < isa::kQueues && !finished_; ++q) {
       if (!can_start(q)) continue;
@@ -215,12 +221,136 @@ Err ChipModel::check(const isa::Instr& in) {
   return Err::none;
 }
 
-void ChipModel::dispatch() {
+// A field with a register (FieldDesc::has_reg) becomes R[reg] + field, exactly (64 bits), and
+// its register field 0: the unit sees the computed value. A computed rows that does not fit its
+// field is bad_field; a computed address that does not fit fails its range check (every memory
+// is smaller than its field's range, docs/isa.md).
+Err ChipModel::resolve(isa::Instr& in) const {
+  const isa::InstrDesc& d = isa::desc(in.op);
+  for (unsigned k = 0; k < d.nfields; ++k) {
+    const isa::FieldDesc& fd = d.fields[k];
+    if (!fd.has_reg) continue;
+    uint64_t& r = isa::field(in.f, fd.reg);
+    uint64_t& v = isa::field(in.f, fd.id);
+    v += regs_[r];
+    r = 0;
+    if (fd.id == isa::FieldId::rows && (v >> fd.width) != 0) return Err::bad_field;
+  }
+  return Err::none;
+}
+
+Err ChipModel::check_scalar(const isa::Instr& in) const {
+  if (in.wait != 0 || in.signal != 0) return Err::bad_field;  // the front end has no semaphores
+  const isa::Fields& f = in.f;
+  switch (in.op) {
+    case Op::slli:
+    case Op::srli:
+      if (f.simm > 31) return Err::bad_field;  // simm holds the sign-extended value: negative is huge
+      return Err::none;
+    case Op::loop:
+      if (f.rd == 0) return Err::bad_field;
+      break;
+    default:
+      break;
+  }
+  if (isa::desc(in.op).format == "br" || in.op == Op::loop)
+    if (f.target >= code_.size()) return Err::branch_range;
+  return Err::none;
+}
+
+// One scalar instruction or branch: registers and the next PC.
+void ChipModel::exec_scalar(const isa::Instr& in) {
+  const isa::Fields& f = in.f;
+  const uint32_t a = regs_[f.rs1], b = regs_[f.rs2], imm = static_cast<uint32_t>(f.simm);
+  uint32_t next = pc_ + 1;
+  std::optional<uint32_t> rd;
+  switch (in.op) {
+    case Op::add:
+      rd = a + b;
+      break;
+    case Op::sub:
+      rd = a - b;
+      break;
+    case Op::and_:
+      rd = a & b;
+      break;
+    case Op::or_:
+      rd = a | b;
+      break;
+    case Op::xor_:
+      rd = a ^ b;
+      break;
+    case Op::sll:
+      rd = a << (b & 31u);
+      break;
+    case Op::srl:
+      rd = a >> (b & 31u);
+      break;
+    case Op::slt:
+      rd = static_cast<int32_t>(a) < static_cast<int32_t>(b) ? 1u : 0u;
+      break;
+    case Op::sltu:
+      rd = a < b ? 1u : 0u;
+      break;
+    case Op::addi:
+      rd = a + imm;
+      break;
+    case Op::slli:
+      rd = a << imm;
+      break;
+    case Op::srli:
+      rd = a >> imm;
+      break;
+    case Op::li:
+      rd = imm;
+      break;
+    case Op::beq:
+      if (a == b) next = static_cast<uint32_t>(f.target);
+      break;
+    case Op::bne:
+      if (a != b) next = static_cast<uint32_t>(f.target);
+      break;
+    case Op::blt:
+      if (static_cast<int32_t>(a) < static_cast<int32_t>(b)) next = static_cast<uint32_t>(f.target);
+      break;
+    case Op::bge:
+      if (static_cast<int32_t>(a) >= static_cast<int32_t>(b)) next = static_cast<uint32_t>(f.target);
+      break;
+    case Op::loop: {
+      const uint32_t c = regs_[f.rd] - 1;
+      rd = c;
+      if (c != 0) next = static_cast<uint32_t>(f.target);
+      break;
+    }
+    default:
+      throw std::logic_error(fmt::format("ChipModel: {} is not a scalar instruction", isa::desc(in.op).name));
+  }
+  if (rd && f.rd != 0) regs_[f.rd] = *rd;
+  pc_ = next;
+}
+
+void ChipModel::dispatch(uint64_t& budget) {
   while (!halted_ && !finished_) {
     if (!have_fetched_) {
       if (pc_ >= code_.size()) return fail(Err::no_halt, pc_);
-      const isa::Decoded d = isa::decode(code_[pc_]);
+      isa::Decoded d = isa::decode(code_[pc_]);
       if (d.err != Err::none) return fail(d.err, pc_);
+      if (is_scalar(d.instr.op)) {
+        if (const Err e = check_scalar(d.instr); e != Err::none) return fail(e, pc_);
+        if (budget == 0) return;
+        --budget;
+        ++steps_;
+        ++stats_.instructions;
+        timing_->scalar();
+        exec_scalar(d.instr);
+        // On the chip the units run while the front end computes: after a scalar instruction
+        // the units that can start get their turn, so a long or endless loop does not keep them
+        // (and their errors, ici_slice say) waiting.
+        for (unsigned q = 0; q < isa::kQueues; ++q)
+          if (can_start(q)) return;
+        continue;
+      }
+      if (const Err e = resolve(d.instr); e != Err::none) return fail(e, pc_);
       if (const Err e = check(d.instr); e != Err::none) return fail(e, pc_);
       if (d.instr.op == Op::mxu_lw) seen_lw_ = lw_unused_ = true;
       if (d.instr.op == Op::mxu_mm) lw_unused_ = false;

@@ -74,7 +74,7 @@ class ChipModel {
     isa::Err err = isa::Err::none;
     uint32_t pc = 0;     // error PC; on success the PC of halt; else the front end's PC
     bool done = false;   // false: max_steps instructions ran first (a watchdog), or waiting
-    uint64_t steps = 0;  // instructions executed by the units since load()
+    uint64_t steps = 0;  // instructions executed since load(): by the units, and scalar ones by the front end
     // Pod mode only: nothing can start, work is left, and only another chip can help (done is
     // false; run() may go on after a deliver()). wait_pc: the smallest PC among the queue heads,
     // all of which wait (the PC a deadlock would report); wait_sem: that head's wait semaphore.
@@ -82,8 +82,9 @@ class ChipModel {
     uint32_t wait_pc = 0;
     unsigned wait_sem = 0;
   };
-  // Runs until done, an error, max_steps more unit instructions, or (pod mode) waiting. After
-  // done, returns the same result again.
+  // Runs until done, an error, max_steps more instructions executed (unit instructions, and
+  // the front end's scalar instructions and branches: a loop that never ends stops here), or
+  // (pod mode) waiting. After done, returns the same result again.
   Result run(uint64_t max_steps = 1ull << 32);
 
   // ICI. set_ici: the registers the host writes before a run (kept across load()); it also sets
@@ -118,6 +119,7 @@ class ChipModel {
   };
   const Stats& stats() const { return stats_; }
 
+  uint32_t reg(unsigned r) const { return regs_.at(r); }                                // scalar register r (r0 is 0)
   std::span<const uint32_t> vmem() const { return vmem_; }                              // vmem_rows * lanes() words
   std::span<const uint32_t> acc_row(unsigned row) const { return mxu_.read_acc(row); }  // throws std::out_of_range
 
@@ -129,9 +131,14 @@ class ChipModel {
     uint64_t dispatch_t = 0;  // timing estimate: when the front end handed it over
   };
 
-  // Front end.
-  void dispatch();
+  // Front end. dispatch: fetches, checks and dispatches or executes (scalar instructions and
+  // branches) until a queue is full, halt, an error or the budget runs out, or, after a scalar
+  // instruction, a unit can start (the units run while the front end loops).
+  void dispatch(uint64_t& budget);
+  isa::Err resolve(isa::Instr&) const;  // register fields into their fields (docs/isa.md)
   isa::Err check(const isa::Instr&);
+  isa::Err check_scalar(const isa::Instr&) const;
+  void exec_scalar(const isa::Instr&);
   // Units.
   bool can_start(unsigned q) const;
   void execute(unsigned q);
@@ -161,8 +168,9 @@ class ChipModel {
   bool halted_ = false;
   bool finished_ = false;
   Result result_;
-  bool seen_lw_ = false, lw_unused_ = false;  // the front end's MXU sequence check
-  bool switch_pending_ = false;               // the next mxu.mm row switches to the new tile
+  std::array<uint32_t, isa::kNumRegs> regs_{};  // the scalar registers; r0 stays 0
+  bool seen_lw_ = false, lw_unused_ = false;    // the front end's MXU sequence check
+  bool switch_pending_ = false;                 // the next mxu.mm row switches to the new tile
   std::array<std::deque<Entry>, isa::kQueues> queues_;
   std::array<uint32_t, 16> sems_{};
   uint64_t steps_ = 0;

@@ -60,6 +60,7 @@ class DataflowTiming final : public ChipTiming {
   }
 
   void halt() override { front_t_ += 1; }
+  void scalar() override { front_t_ += 1; }
 
   TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready) override {
     const isa::Fields& f = in.f;

@@ -174,7 +174,7 @@ std::string PodModel::report(const PodResult& r) const {
   else if (r.done)
     s += "done";
   else
-    s += "stopped by the watchdog (max_steps unit instructions)";
+    s += "stopped by the watchdog (max_steps instructions)";
   s += fmt::format(", est {} cycles\n", r.pod_est_cycles);
   for (unsigned i = 0; i < size(); ++i) {
     if (!loaded_[i]) continue;

@@ -43,7 +43,7 @@ struct PodResult {
   bool done = false;                     // every loaded chip finished (done or with an error)
   bool deadlock = false;                 // chips wait, none can move and no message is in flight
   bool errors = false;                   // some chip stopped with an error
-  uint64_t steps = 0;                    // unit instructions of every chip since load
+  uint64_t steps = 0;                    // instructions (unit and scalar) of every chip since load
   uint64_t messages = 0;                 // messages the pod delivered in this run() (not a 1x1 slice's own)
   std::string report;                    // human-readable: the pod's state and one line per loaded chip
   bool ok() const { return done && !errors; }
@@ -74,8 +74,8 @@ class PodModel {
   void load(unsigned x, unsigned y, const isa::Program&);
   bool loaded(unsigned x, unsigned y) const;
 
-  // Runs every loaded chip until the pod is done or deadlocked (above), or max_steps unit
-  // instructions more have run (a watchdog: done and deadlock false; run() may go on).
+  // Runs every loaded chip until the pod is done or deadlocked (above), or max_steps more
+  // instructions (unit and scalar) have run (a watchdog: done and deadlock false; run() may go on).
   PodResult run(uint64_t max_steps = 1ull << 32);
 
  private:

@@ -42,12 +42,25 @@ bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z
 bool digit(char c) { return c >= '0' && c <= '9'; }
 bool word_char(char c) { return ident_start(c) || digit(c) || c == '.'; }
 
-// A name that .set or a label may define: [A-Za-z_][A-Za-z0-9_]*, and not a float keyword.
+// A scalar register name, r0 .. r31: its number.
+std::optional<unsigned> reg_number(std::string_view s) {
+  if (s.size() < 2 || s.size() > 3 || s[0] != 'r') return std::nullopt;
+  unsigned v = 0;
+  for (char c : s.substr(1)) {
+    if (!digit(c)) return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if ((s.size() == 3 && s[1] == '0') || v >= kNumRegs) return std::nullopt;
+  return v;
+}
+
+// A name that .set or a label may define: [A-Za-z_][A-Za-z0-9_]*, and not a float keyword or a
+// register name.
 bool valid_name(std::string_view s) {
   if (s.empty() || !ident_start(s[0])) return false;
   for (char c : s)
     if (!ident_start(c) && !digit(c)) return false;
-  return s != "inf" && s != "nan";
+  return s != "inf" && s != "nan" && !reg_number(s);
 }
 
 class Assembler {
@@ -222,11 +235,12 @@ class Assembler {
   Instr instruction(const Line& line, const Tok& mnemonic, const Tok* b, const Tok* e) {
     const InstrDesc* d = find_mnemonic(mnemonic.text);
     if (!d) fail(line, mnemonic, "unknown mnemonic");
-    // Positional operands take the required fields in table order, then the optional ones.
+    // Positional operands take the required fields in table order, then the optional ones. A
+    // field's register (vaddr_r ...) is written with the field (vaddr=r3+16), not on its own.
     std::vector<const FieldDesc*> order;
     for (bool optional : {false, true})
       for (unsigned k = 0; k < d->nfields; ++k)
-        if (d->fields[k].optional == optional) order.push_back(&d->fields[k]);
+        if (d->fields[k].optional == optional && !d->fields[k].is_reg) order.push_back(&d->fields[k]);
 
     Instr in;
     in.op = d->op;
@@ -253,6 +267,10 @@ class Assembler {
           width = name == "wait" ? kWaitWidth : kSignalWidth;
         } else if (!(f = find_field(*d, name))) {
           fail(line, *op.key, fmt::format("{} has no field", d->name));
+        } else if (f->is_reg) {
+          fail(line, *op.key,
+               fmt::format("a field's register is written with the field ({}=r3+16), not on its own:",
+                           name.substr(0, name.size() - 2)));
         }
       }
       if (f) {
@@ -265,7 +283,23 @@ class Assembler {
       for (std::string_view g : given)
         if (g == name) fail(line, op.key ? op.key->col : op.b->col, fmt::format("field {} given twice:", name), text);
       given.push_back(name);
-      const uint64_t v = value(line, op.b, op.e, Ctx{.floats = floats, .queues = queues, .is_signed = is_signed});
+      const Tok* vb = op.b;
+      if (f && f->names_reg) {  // rd, rs1, rs2: a register and nothing else
+        const std::optional<unsigned> r = vb->kind == Tok::ident ? reg_number(vb->text) : std::nullopt;
+        if (!r || vb + 1 != op.e)
+          fail(line, vb->col, fmt::format("expected a scalar register (r0 .. r{}) for {}, got", kNumRegs - 1, name),
+               span_text(line, op.b, op.e));
+        *dest = *r;
+        continue;
+      }
+      if (f && f->has_reg && vb->kind == Tok::ident && reg_number(vb->text)) {  // rN or rN+value
+        field(in.f, f->reg) = *reg_number(vb->text);
+        if (vb + 1 == op.e) continue;  // the immediate is 0
+        if (!vb[1].is('+') || vb + 2 == op.e)
+          fail(line, vb->col, "expected a value of the form rN, rN+VALUE or VALUE, got", span_text(line, op.b, op.e));
+        vb += 2;
+      }
+      const uint64_t v = value(line, vb, op.e, Ctx{.floats = floats, .queues = queues, .is_signed = is_signed});
       if (is_signed) {
         if (!fits_signed(v, width))
           fail(line, op.b->col,
@@ -386,7 +420,8 @@ class Assembler {
       for (size_t k = 0; k < kQueueNames.size(); ++k)
         if (kQueueNames[k] == t.text) return k;
     const auto it = names_.find(t.text);
-    if (it == names_.end()) fail(line, t, "unknown name");
+    if (it == names_.end())
+      fail(line, t, reg_number(t.text) ? "a scalar register is not allowed here:" : "unknown name");
     return it->second;
   }
 
@@ -419,10 +454,16 @@ std::string disassemble(const Instr& in) {
     for (unsigned k = 0; k < d.nfields; ++k) {
       const FieldDesc& f = d.fields[k];
       const uint64_t v = field(in.f, f.id);
-      if (f.optional != optional || (optional && v == 0)) continue;
+      const uint64_t r = f.has_reg ? field(in.f, f.reg) : 0;
+      if (f.is_reg || f.optional != optional || (optional && v == 0 && r == 0)) continue;
       out += sep;
       if (optional) out += fmt::format("{}=", f.name);
-      out += field_text(d, f, v);
+      if (f.names_reg)
+        out += fmt::format("r{}", v);
+      else if (r != 0)
+        out += v == 0 ? fmt::format("r{}", r) : fmt::format("r{}+{}", r, field_text(d, f, v));
+      else
+        out += field_text(d, f, v);
       sep = ", ";
     }
   if (in.wait) out += fmt::format(" wait={}", in.wait);

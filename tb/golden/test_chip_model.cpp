@@ -1,5 +1,6 @@
 // The golden chip interpreter (sw/golden/chip_model) on hand-built programs, and the golden
 // vector numerics (sw/golden/vpu_ops.h) against hand-written expectations and host math.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -443,7 +444,7 @@ TEST_F(ChipModelTest, BadField) {
   expect_error({fence(1), dma(Op::dma_ld, 0, 0, 1, 0, 0), halt()}, Err::bad_field, 1);  // cols == 0
   expect_error({dma(Op::dma_st, 0, 0, 0, 1, 0), halt()}, Err::bad_field, 0);            // rows == 0
   // rows == 0 comes before the range checks.
-  expect_error({vec(Op::vadd, {.dst = 1u << 19, .a = 0, .b = 0, .rows = 0}), halt()}, Err::bad_field, 0);
+  expect_error({vec(Op::vadd, {.dst = (1u << 15) - 1, .a = 0, .b = 0, .rows = 0}), halt()}, Err::bad_field, 0);
 }
 
 TEST_F(ChipModelTest, VmemRange) {
@@ -532,6 +533,320 @@ TEST_F(ChipModelTest, LoadChecksPresetAndLength) {
   p = program(std::vector<Instr>(preset_.chip.imem_words + 1, halt()));
   EXPECT_THROW(chip_.load(p), std::invalid_argument);
   EXPECT_THROW(chip_.run(), std::logic_error);  // nothing loaded
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChipModel: the scalar unit, loops and register fields (docs/isa.md, docs/chip.md)
+
+class ChipModelScalar : public ChipModelTest {
+ protected:
+  ChipModel::Result run_asm(const std::string& text, uint64_t budget = 1'000'000) {
+    chip_.load(tp::isa::assemble(text, "t.s", preset_));
+    return chip_.run(budget);
+  }
+  void expect_asm_error(const std::string& text, Err err, uint32_t pc) {
+    SCOPED_TRACE(text);
+    const auto r = run_asm(text);
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(tp::isa::err_name(r.err), tp::isa::err_name(err));
+    EXPECT_EQ(r.pc, pc);
+  }
+  // The preset's sizes as assembler constants, as in tb/chip/test_chip.cpp.
+  std::string sizes() const {
+    return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n", preset_.chip.vmem_rows, preset_.mxu.acc_rows,
+                       preset_.chip.hbm_beats, n_);
+  }
+  static std::string s32(uint32_t v) { return std::to_string(static_cast<int32_t>(v)); }
+};
+
+TEST_F(ChipModelScalar, EveryAluOperation) {
+  struct Case {
+    const char* op;
+    uint32_t a, b, want;
+  };
+  const Case cases[] = {
+      {"add", 5, 7, 12},
+      {"add", 0xffffffffu, 1, 0},  // wraps mod 2^32
+      {"add", 0x7fffffffu, 1, 0x80000000u},
+      {"sub", 3, 5, 0xfffffffeu},
+      {"sub", 0, 0x80000000u, 0x80000000u},
+      {"and", 0xf0f0f0f0u, 0xff00ff00u, 0xf000f000u},
+      {"or", 0xf0f0f0f0u, 0xff00ff00u, 0xfff0fff0u},
+      {"xor", 0xf0f0f0f0u, 0xff00ff00u, 0x0ff00ff0u},
+      {"sll", 1, 31, 0x80000000u},
+      {"sll", 3, 33, 6},  // the amount is rs2 & 31
+      {"sll", 1, 32, 1},
+      {"sll", 0x12345678u, 0, 0x12345678u},
+      {"srl", 0x80000000u, 31, 1},  // logical: zeros come in
+      {"srl", 0xffffffffu, 36, 0x0fffffffu},
+      {"srl", 0xffffffffu, 0xffffffe0u, 0xffffffffu},
+      {"slt", 0xffffffffu, 1, 1},  // signed: -1 < 1
+      {"slt", 1, 0xffffffffu, 0},
+      {"slt", 0x80000000u, 0x7fffffffu, 1},
+      {"slt", 5, 5, 0},
+      {"sltu", 0xffffffffu, 1, 0},  // unsigned
+      {"sltu", 1, 0xffffffffu, 1},
+      {"sltu", 5, 5, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} {:#x}, {:#x}", c.op, c.a, c.b));
+    expect_ok(run_asm(fmt::format("li r1, {}\nli r2, {}\n{} r3, r1, r2\nhalt\n", s32(c.a), s32(c.b), c.op)));
+    EXPECT_EQ(chip_.reg(3), c.want);
+    EXPECT_EQ(chip_.reg(1), c.a);
+    EXPECT_EQ(chip_.reg(2), c.b);
+  }
+  struct ImmCase {
+    const char* op;
+    uint32_t a;
+    int64_t imm;
+    uint32_t want;
+  };
+  const ImmCase imms[] = {
+      {"addi", 5, -7, 0xfffffffeu},          {"addi", 0xffffffffu, 1, 0},  {"addi", 0x7fffffffu, 1, 0x80000000u},
+      {"addi", 1, -2147483648, 0x80000001u}, {"slli", 3, 31, 0x80000000u}, {"slli", 0xabcdu, 0, 0xabcdu},
+      {"slli", 0xffffffffu, 4, 0xfffffff0u}, {"srli", 0x80000000u, 31, 1}, {"srli", 0xffffffffu, 1, 0x7fffffffu},
+      {"srli", 0xabcdu, 0, 0xabcdu},
+  };
+  for (const ImmCase& c : imms) {
+    SCOPED_TRACE(fmt::format("{} {:#x}, {}", c.op, c.a, c.imm));
+    expect_ok(run_asm(fmt::format("li r1, {}\n{} r3, r1, {}\nhalt\n", s32(c.a), c.op, c.imm)));
+    EXPECT_EQ(chip_.reg(3), c.want);
+  }
+  // li, rd = rs, r0 stays 0 (a write to it is dropped), and the registers start at 0.
+  expect_ok(
+      run_asm("li r1, -1\nli r2, -2147483648\nli r3, 2147483647\nli r0, 5\naddi r4, r0, 0\n"
+              "addi r5, r5, 1\naddi r5, r5, 1\nadd r6, r7, r8\nhalt\n"));
+  EXPECT_EQ(chip_.reg(1), 0xffffffffu);
+  EXPECT_EQ(chip_.reg(2), 0x80000000u);
+  EXPECT_EQ(chip_.reg(3), 0x7fffffffu);
+  EXPECT_EQ(chip_.reg(0), 0u);
+  EXPECT_EQ(chip_.reg(4), 0u);
+  EXPECT_EQ(chip_.reg(5), 2u);
+  EXPECT_EQ(chip_.reg(6), 0u);
+  EXPECT_EQ(chip_.stats().instructions, 9u);  // the scalar instructions and halt
+  // load() resets the registers.
+  chip_.load(tp::isa::assemble("halt\n", "t.s", preset_));
+  EXPECT_EQ(chip_.reg(5), 0u);
+}
+
+TEST_F(ChipModelScalar, BranchesTakenAndNotTaken) {
+  struct Case {
+    const char* op;
+    uint32_t a, b;
+    bool taken;
+  };
+  const Case cases[] = {
+      {"beq", 5, 5, true},
+      {"beq", 5, 6, false},
+      {"bne", 5, 6, true},
+      {"bne", 5, 5, false},
+      {"blt", 0xffffffffu, 1, true},  // signed: -1 < 1
+      {"blt", 1, 0xffffffffu, false},
+      {"blt", 0x80000000u, 0x7fffffffu, true},
+      {"blt", 5, 5, false},
+      {"bge", 5, 5, true},
+      {"bge", 0xffffffffu, 1, false},
+      {"bge", 1, 0xffffffffu, true},
+      {"bge", 0x7fffffffu, 0x80000000u, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} {:#x}, {:#x}", c.op, c.a, c.b));
+    const auto r = run_asm(fmt::format(
+        "li r1, {}\nli r2, {}\n{} r1, r2, taken\nli r3, 1\nhalt\ntaken: li r3, 2\nhalt\n", s32(c.a), s32(c.b), c.op));
+    expect_ok(r);
+    EXPECT_EQ(chip_.reg(3), c.taken ? 2u : 1u);
+    EXPECT_EQ(r.pc, c.taken ? 6u : 4u);  // the halt
+  }
+}
+
+// loop: rd -= 1, then back while rd != 0, so a count of c runs the body c times.
+TEST_F(ChipModelScalar, LoopCountRunsTheBodyThatManyTimes) {
+  for (const uint32_t c : {1u, 2u, 3u, 10u, 1000u}) {
+    SCOPED_TRACE(c);
+    const auto r = run_asm(fmt::format("li r1, {}\ntop: addi r2, r2, 1\nloop r1, top\nhalt\n", c));
+    expect_ok(r);
+    EXPECT_EQ(chip_.reg(2), c);
+    EXPECT_EQ(chip_.reg(1), 0u);
+    EXPECT_EQ(r.steps, 1 + 2ull * c);
+    EXPECT_EQ(chip_.stats().instructions, 2 + 2ull * c);
+    // One front-end cycle per scalar instruction, no more: the estimate grows by 2 per iteration.
+    EXPECT_EQ(chip_.stats().est_cycles, 2 + 2ull * c);
+  }
+  // A count of 0 runs 2^32 times: the budget stops it after 500 iterations, and it goes on.
+  auto r = run_asm("top: addi r2, r2, 1\nloop r1, top\nhalt\n", 1000);
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(r.steps, 1000u);
+  EXPECT_EQ(chip_.reg(2), 500u);
+  EXPECT_EQ(chip_.reg(1), static_cast<uint32_t>(-500));
+  r = chip_.run(1000);
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(chip_.reg(2), 1000u);
+  // Nested loops with counts from registers, and a loop written with a compare and a branch.
+  expect_ok(run_asm(R"(
+        li r10, 4               ; the inner count
+        li r1, 3
+outer:  add r2, r10, r0
+inner:  addi r3, r3, 1
+        loop r2, inner
+        addi r4, r4, 1
+        loop r1, outer
+        li r5, 6
+count:  addi r6, r6, 1
+        blt r6, r5, count
+        halt
+)"));
+  EXPECT_EQ(chip_.reg(3), 12u);
+  EXPECT_EQ(chip_.reg(4), 3u);
+  EXPECT_EQ(chip_.reg(6), 6u);
+}
+
+// Register fields: the unit sees R[reg] + field. A loop walks HBM and VMEM with strides.
+TEST_F(ChipModelScalar, RegisterFieldsComputeAddressesAndRows) {
+  const auto src = random_words(std::size_t{40} * n_);
+  chip_.write_hbm(10, src);
+  const auto r = run_asm(R"(
+        li r1, 5            ; iterations
+        li r2, 10           ; HBM source, +3 a step
+        li r3, 4            ; VMEM, +2 a step
+        li r4, 200          ; HBM destination, +1 a step
+top:    dma.ld r3, r2, 1, 1, 0 signal=1
+        dma.st r3, r4+1, 1, 1, 0 wait=1
+        addi r2, r2, 3
+        addi r3, r3, 2
+        addi r4, r4, 1
+        loop r1, top
+        li r5, 3            ; rows from a register: 3 rows, hstride 2, to VMEM 100..
+        li r6, 96
+        dma.ld r6+4, 10, r5, 1, 2 signal=2
+        li r7, 2
+        vadd r7+300, r6+4, r5, b=r6+6, wait=2 signal=3   ; rows 302.. = rows 100.. + rows 102..
+        dma.st 300, 500, r7+3, 1, 1 wait=3
+        halt
+)");
+  expect_ok(r);
+  for (unsigned i = 0; i < 5; ++i) {
+    const auto want = std::span<const uint32_t>(src).subspan(3 * i * n_, n_);
+    const auto vm = vrow(4 + 2 * i);
+    EXPECT_TRUE(std::equal(vm.begin(), vm.end(), want.begin())) << "vmem row of iteration " << i;
+    const auto back = chip_.read_hbm(201 + i, 1);
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), want.begin())) << "hbm row of iteration " << i;
+  }
+  for (uint32_t x : chip_.read_hbm(200, 1)) EXPECT_EQ(x, 0u);
+  for (unsigned i = 0; i < 3; ++i) {
+    const auto want = std::span<const uint32_t>(src).subspan(2 * i * n_, n_);
+    const auto vm = vrow(100 + i);
+    EXPECT_TRUE(std::equal(vm.begin(), vm.end(), want.begin())) << "row " << i << " of the 3-row load";
+  }
+  const auto out = chip_.read_hbm(500, 5);
+  for (unsigned i = 0; i < 3; ++i) {
+    std::vector<uint32_t> want(n_);
+    vpu_row(Op::vadd, vrow(100 + i), vrow(102 + i), {}, 0, want);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), out.begin() + (2 + i) * n_)) << "vadd row " << i;
+  }
+  EXPECT_EQ(chip_.stats().bytes_stored, (5ull + 5) * 4 * n_);
+  EXPECT_EQ(chip_.stats().vec_rows, 3u);
+}
+
+TEST_F(ChipModelScalar, BranchRange) {
+  // The target must lie inside the program, taken or not; target = length - 1 is fine.
+  expect_asm_error("li r1, 1\nbeq r1, r1, 3\nhalt\n", Err::branch_range, 1);
+  expect_asm_error("li r1, 1\nbne r1, r1, 3\nhalt\n", Err::branch_range, 1);  // not taken
+  expect_asm_error("fence 0\nblt r0, r0, 1048575\nhalt\n", Err::branch_range, 1);
+  expect_asm_error("bge r0, r0, 4\nhalt\nhalt\nhalt\n", Err::branch_range, 0);
+  expect_asm_error("li r1, 2\nli r2, 2\nloop r1, 4\nhalt\n", Err::branch_range, 2);
+  expect_ok(run_asm("bge r0, r0, 3\nhalt\nhalt\nhalt\n"));
+  expect_ok(run_asm("li r1, 2\nloop r1, 2\nhalt\n"));
+}
+
+TEST_F(ChipModelScalar, ScalarBadField) {
+  // The front end has no semaphores; shift amounts are 0..31; loop needs a counter.
+  expect_asm_error("li r1, 1\naddi r1, r0, 1 wait=1\nhalt\n", Err::bad_field, 1);
+  expect_asm_error("add r1, r2, r3 signal=15\nhalt\n", Err::bad_field, 0);
+  expect_asm_error("fence 0\nbeq r0, r0, 2 wait=2\nhalt\n", Err::bad_field, 1);
+  expect_asm_error("slli r1, r1, 32\nhalt\n", Err::bad_field, 0);
+  expect_asm_error("srli r1, r1, -1\nhalt\n", Err::bad_field, 0);
+  expect_asm_error("li r1, 3\nloop r0, 0\nhalt\n", Err::bad_field, 1);
+  // bad_field comes before branch_range.
+  expect_asm_error("loop r0, 100\nhalt\n", Err::bad_field, 0);
+  expect_asm_error("bne r0, r0, 100 signal=1\nhalt\n", Err::bad_field, 0);
+  // A reserved bit of a scalar instruction (alu uses bits 14:0).
+  tp::isa::Instr add;
+  add.op = Op::add;
+  Word w = tp::isa::encode(add);
+  w[0] |= uint64_t{1} << 15;
+  chip_.load(program(std::vector<Word>{tp::isa::encode(fence(0)), w, tp::isa::encode(halt())}));
+  const auto r = chip_.run();
+  EXPECT_EQ(r.err, Err::bad_field);
+  EXPECT_EQ(r.pc, 1u);
+}
+
+// A register-computed field is exact: R + field in 64 bits, checked like an immediate.
+TEST_F(ChipModelScalar, RegisterComputedFieldsAreChecked) {
+  const std::string s = sizes();
+  // rows that do not fit the field: bad_field.
+  expect_asm_error(s + "li r1, 65536\ndma.ld 0, 0, r1, 1, 1\nhalt\n", Err::bad_field, 1);
+  expect_asm_error(s + "li r1, 65535\nfence 0\ndma.st 0, 0, r1+1, 1, 1\nhalt\n", Err::bad_field, 2);
+  expect_asm_error(s + "li r1, 32767\nvmov 0, 8, r1+1\nhalt\n", Err::bad_field, 1);
+  expect_asm_error(s + "li r1, 65536\nmxu.lw 0\nmxu.mm 0, 0, r1\nhalt\n", Err::bad_field, 2);
+  expect_asm_error(s + "li r1, 65536\nici.send 0, 0, r1, 0, 0\nhalt\n", Err::bad_field, 1);
+  expect_asm_error(s + "li r1, -1\nvmov 0, 8, r1+1\nhalt\n", Err::bad_field, 1);  // 2^32, not 0
+  expect_asm_error(s + "dma.ld 0, 0, r1, 1, 1\nhalt\n", Err::bad_field, 0);       // 0 rows
+  // rows that fit the field but not the memory: the range check.
+  expect_asm_error(s + "li r1, 65535\ndma.ld 0, 0, r1, 1, 1\nhalt\n", Err::vmem_range, 1);
+  // Addresses past the memory: the range checks, with the exact sum (no wrap, no truncation).
+  expect_asm_error(s + "li r1, V\ndma.ld r1, 0, 1, 1, 1\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, V-4\ndma.ld r1+2, 0, 3, 1, 1\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, 0x8000\nmxu.lw r1\nhalt\n", Err::vmem_range, 1);         // 15 bits would be 0
+  expect_asm_error(s + "li r1, -32767\nmxu.lw r1+0x7fff\nhalt\n", Err::vmem_range, 1);  // 2^32 would be 0
+  expect_asm_error(s + "li r1, 0x10000\nvmov r1, 8, 1\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, V\nvmov 0, r1, 1\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, V\nvadd 0, 8, 1, b=r1\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, V\nici.send r1, 0, 1, 0, 0\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, V\nici.send 0, r1, 1, 0, 0\nhalt\n", Err::vmem_range, 1);
+  expect_asm_error(s + "li r1, H\ndma.st 0, r1, 1, 1, 1\nhalt\n", Err::hbm_range, 1);
+  expect_asm_error(s + "li r1, 0x10000000\ndma.st 0, r1, 1, 1, 1\nhalt\n", Err::hbm_range, 1);  // 28 bits: 0
+  expect_asm_error(s + "li r1, A\nmxu.lw 0\nmxu.mm 0, r1, 1\nhalt\n", Err::acc_range, 2);
+  expect_asm_error(s + "li r1, 0x8000\nmxu.lw 0\nmxu.mm 0, r1, 1\nhalt\n", Err::acc_range, 2);
+  expect_asm_error(s + "li r1, A-1\nvmov 0, r1, 2, a_acc=1\nhalt\n", Err::acc_range, 1);
+  // The computed ranges are what the overlap check sees.
+  expect_asm_error(s + "li r1, 2\nvadd r1+8, 8, 4, b=20\nhalt\n", Err::overlap, 1);
+  expect_ok(run_asm(s + "li r1, 4\nvadd r1+4, 8, 4, b=20\nhalt\n"));  // in place
+  // In a loop: the address grows past VMEM at the fifth iteration; the registers say so.
+  const auto r = run_asm(s + "li r2, 100\ntop: mxu.lw r1\nmxu.mm 0, 0, 1\naddi r1, r1, 512\nloop r2, top\nhalt\n");
+  EXPECT_EQ(tp::isa::err_name(r.err), "vmem_range");
+  EXPECT_EQ(r.pc, 1u);
+  EXPECT_EQ(chip_.reg(1), 2048u);  // tiny: 2048 VMEM rows
+  EXPECT_EQ(chip_.reg(2), 96u);
+}
+
+// A loop that never ends stops at run()'s step budget: the scalar instructions count.
+TEST_F(ChipModelScalar, EndlessLoopStopsAtTheBudget) {
+  auto r = run_asm("top: beq r0, r0, top\nhalt\n", 5000);
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(r.err, Err::none);
+  EXPECT_EQ(r.steps, 5000u);
+  EXPECT_EQ(r.pc, 0u);
+  r = chip_.run(100);
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(r.steps, 5100u);
+  // With a queue head waiting forever behind it: the front end still runs, so no deadlock.
+  r = run_asm("vmov 8, 0, 1 wait=1\nli r1, 0\ntop: addi r1, r1, 1\nbne r0, r1, top\nhalt\n", 20'000);
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(r.err, Err::none);
+  EXPECT_EQ(chip_.reg(1), 10000u);  // li, then addi and bne: the 20000th step is an addi
+  // The units run while the front end loops: a send's error at execution still stops the chip.
+  r = run_asm("ici.send 0, 0, 1, 5, 0, abs=1\ntop: beq r0, r0, top\nhalt\n", 20'000);
+  EXPECT_TRUE(r.done);
+  EXPECT_EQ(tp::isa::err_name(r.err), "ici_slice");
+  EXPECT_EQ(r.pc, 0u);
+  EXPECT_LT(r.steps, 10u);
+  // ... and so does a load's data: it is in VMEM while the loop still runs.
+  chip_.write_hbm(3, random_words(n_));
+  r = run_asm("dma.ld 5, 3, 1, 1, 1\ntop: beq r0, r0, top\nhalt\n", 1000);
+  EXPECT_FALSE(r.done);
+  const auto row = vrow(5);
+  const auto want = chip_.read_hbm(3, 1);
+  EXPECT_TRUE(std::equal(row.begin(), row.end(), want.begin()));
 }
 
 TEST(ChipModel, SparseHbmOnALargePreset) {

@@ -118,12 +118,28 @@ TEST(Config, ChipSectionIsValidated) {
       std::string::npos);
   EXPECT_NE(error_of(with_chip("queue", "1")).find("presets.a.chip.queue: 1 is out of range"), std::string::npos);
   EXPECT_NE(error_of(with_chip("lanes", "4")).find("presets.a.chip.lanes: unknown key"), std::string::npos);
+  // The ISA's address fields bound the memories (docs/isa.md): VMEM rows and accumulator rows
+  // fit 15-bit fields (up to 2^15 of them), HBM beats 28 bits.
+  EXPECT_EQ(error_of(with_chip("vmem_rows", "32768")), "");
+  EXPECT_NE(
+      error_of(with_chip("vmem_rows", "32772")).find("presets.a.chip.vmem_rows: 32772 is out of range [16, 32768]"),
+      std::string::npos);
+  EXPECT_NE(error_of(with_chip("hbm_beats", "268435457"))
+                .find("presets.a.chip.hbm_beats: 268435457 is out of range [16, 268435456]"),
+            std::string::npos);
+  {
+    auto j = nlohmann::json::parse(with_ici());
+    j["presets"]["a"]["mxu"]["acc_rows"] = 1u << 15;
+    EXPECT_EQ(error_of(j.dump()), "");
+    j["presets"]["a"]["mxu"]["acc_rows"] = (1u << 15) + 1;
+    EXPECT_NE(error_of(j.dump()).find("presets.a.mxu.acc_rows: 32769 is out of range [1, 32768]"), std::string::npos);
+  }
   EXPECT_NE(error_of(with_chip("memory", "\"dram\"")).find("presets.a.chip.memory: \"dram\" is neither"),
             std::string::npos);
   auto on_hbm = nlohmann::json::parse(with_chip("memory", "\"hbm\""));
   EXPECT_EQ(error_of(on_hbm.dump()), "");
-  on_hbm["presets"]["a"]["chip"]["hbm_beats"] = 1u << 30;
-  EXPECT_NE(error_of(on_hbm.dump()).find("presets.a.chip.hbm_beats: 1073741824 beats of 1 bursts exceed the HBM"),
+  on_hbm["presets"]["a"]["chip"]["hbm_beats"] = 1u << 28;  // the haddr field's limit, past this HBM's 2^22 bursts
+  EXPECT_NE(error_of(on_hbm.dump()).find("presets.a.chip.hbm_beats: 268435456 beats of 1 bursts exceed the HBM"),
             std::string::npos);
   on_hbm["presets"]["a"]["chip"]["hbm_beats"] = 1024;
   on_hbm["presets"]["a"]["mxu"]["n"] = 12;
@@ -367,12 +383,12 @@ TEST(ConfigBase, MergedPresetIsValidatedAndNamesWhereAValueCameFrom) {
                                "presets": {"a": {"base": "wide"}}})")
                      .dump());
   EXPECT_EQ(msg, "test.json: presets.a.ici.torus.y: 40 is out of range [1, 32] (inherited from base 'wide')");
-  // q is valid (its memory is the model), r puts q's 2^30 beats on HBM: the value is q's.
+  // q is valid (its memory is the model), r puts q's 2^28 beats on HBM: the value is q's.
   msg = error_of(
-      with_bases(R"({"presets": {"a": {"base": "full"}, "q": {"base": "full", "chip": {"hbm_beats": 1073741824}},
+      with_bases(R"({"presets": {"a": {"base": "full"}, "q": {"base": "full", "chip": {"hbm_beats": 268435456}},
                                "r": {"base": "q", "chip": {"memory": "hbm"}}}})")
           .dump());
-  EXPECT_NE(msg.find("test.json: presets.r.chip.hbm_beats: 1073741824 beats of 4 bursts exceed the HBM"),
+  EXPECT_NE(msg.find("test.json: presets.r.chip.hbm_beats: 268435456 beats of 4 bursts exceed the HBM"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("(inherited from preset 'q')"), std::string::npos) << msg;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <utility>
@@ -207,8 +208,39 @@ TEST(IsaEncode, ValuesThatDoNotFitAreErrors) {
               encode(make(Op::mxu_lw, {{FieldId::rows, 3}}));
             }),
             "mxu.lw: has no field rows (format 'lw'), but it is set to 3");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::dma_ld, {{FieldId::vaddr, 1 << 15}}));
+            }),
+            "dma.ld: field vaddr = 32768 (0x8000) does not fit its 15 bits");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::dma_ld, {{FieldId::vaddr_r, 32}}));
+            }),
+            "dma.ld: field vaddr_r = 32 (0x20) does not fit its 5 bits");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::vadd, {{FieldId::rows, 1 << 15}}));
+            }),
+            "vadd: field rows = 32768 (0x8000) does not fit its 15 bits");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::beq, {{FieldId::target, 1 << 20}}));
+            }),
+            "beq: field target = 1048576 (0x100000) does not fit its 20 bits");
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::add, {{FieldId::rd, 32}}));
+            }),
+            "add: field rd = 32 (0x20) does not fit its 5 bits");
   // The largest values do fit.
-  EXPECT_NO_THROW(encode(make(Op::dma_ld, {{FieldId::rows, 0xffff}, {FieldId::hstride, 0xffffffff}}, 15, 15)));
+  EXPECT_NO_THROW(encode(make(Op::dma_ld,
+                              {{FieldId::vaddr, 0x7fff},
+                               {FieldId::vaddr_r, 31},
+                               {FieldId::haddr, 0xfffffff},
+                               {FieldId::haddr_r, 31},
+                               {FieldId::rows, 0xffff},
+                               {FieldId::rows_r, 31},
+                               {FieldId::cols, 0xfff},
+                               {FieldId::hstride, 0xffffff}},
+                              15, 15)));
+  EXPECT_NO_THROW(encode(make(Op::li, {{FieldId::rd, 31}, {FieldId::simm, uint64_t{0} - 0x80000000}})));
+  EXPECT_NO_THROW(encode(make(Op::loop, {{FieldId::rd, 31}, {FieldId::target, 0xfffff}})));
 }
 
 TEST(IsaDecode, IllegalOpcodes) {
@@ -317,6 +349,25 @@ w: mxu.lw W wait=1
   ici.send 0, 64, 8, -1, 0, rsem=3 signal=2
   ici.send vaddr=X, raddr=W, rows=1, dx=31, dy=-32, abs=1
   ici.send 1, 2, 3, -W+33, W-65
+top: add r1, r2, r3                            ; the scalar unit
+  sub r31, r0, r1
+  and r4, r5, r6
+  or r7, r8, r9
+  xor r10, r11, r12
+  sll r13, r14, r15
+  srl r16, r17, r18
+  slt r19, r20, r21
+  sltu r22, r23, r24
+  addi r25, r26, -1
+  slli r27, r28, 31
+  srli r29, r30, 0
+  li r1, 0x7fffffff
+  li rd=r2, simm=-0x80000000
+  beq r1, r2, top                              ; labels as branch targets, backward
+  bne r3, r4, halt_here                        ; ... and forward
+  blt r5, r6, end-1
+  bge r7, r0, 0
+  loop r31, top
 halt_here: halt
 end:
 )";
@@ -357,7 +408,7 @@ TEST(IsaAsm, EveryMnemonic) {
       make(Op::vscale, {{F::dst, 100}, {F::a, 100}, {F::rows, 8}, {F::imm, 0x3f000000}}),
       make(Op::vscale, {{F::dst, 100}, {F::a, 100}, {F::rows, 8}, {F::imm, 0x3f800000}}),
       make(Op::vmov, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}}),
-      make(Op::vmov, {{F::dst, 36}, {F::a, 2}, {F::rows, 1}}),  // end = 36 (after halt), w = 2, start = 0
+      make(Op::vmov, {{F::dst, 55}, {F::a, 2}, {F::rows, 1}}),  // end = 55 (after halt), w = 2, start = 0
       make(Op::fence, {{F::unit, 2}}, 0, 4),
       make(Op::fence, {{F::unit, 3}}),
       make(Op::fence, {{F::unit, 4}}, 5, 0),
@@ -365,7 +416,26 @@ TEST(IsaAsm, EveryMnemonic) {
            2),
       make(Op::ici_send, {{F::vaddr, 72}, {F::raddr, 64}, {F::rows, 1}, {F::dx, 31}, {F::dy, neg(32)}, {F::abs, 1}}),
       make(Op::ici_send, {{F::vaddr, 1}, {F::raddr, 2}, {F::rows, 3}, {F::dx, neg(31)}, {F::dy, neg(1)}}),
-      make(Op::halt, {}),
+      make(Op::add, {{F::rd, 1}, {F::rs1, 2}, {F::rs2, 3}}),  // top = 35
+      make(Op::sub, {{F::rd, 31}, {F::rs1, 0}, {F::rs2, 1}}),
+      make(Op::and_, {{F::rd, 4}, {F::rs1, 5}, {F::rs2, 6}}),
+      make(Op::or_, {{F::rd, 7}, {F::rs1, 8}, {F::rs2, 9}}),
+      make(Op::xor_, {{F::rd, 10}, {F::rs1, 11}, {F::rs2, 12}}),
+      make(Op::sll, {{F::rd, 13}, {F::rs1, 14}, {F::rs2, 15}}),
+      make(Op::srl, {{F::rd, 16}, {F::rs1, 17}, {F::rs2, 18}}),
+      make(Op::slt, {{F::rd, 19}, {F::rs1, 20}, {F::rs2, 21}}),
+      make(Op::sltu, {{F::rd, 22}, {F::rs1, 23}, {F::rs2, 24}}),
+      make(Op::addi, {{F::rd, 25}, {F::rs1, 26}, {F::simm, neg(1)}}),
+      make(Op::slli, {{F::rd, 27}, {F::rs1, 28}, {F::simm, 31}}),
+      make(Op::srli, {{F::rd, 29}, {F::rs1, 30}, {F::simm, 0}}),
+      make(Op::li, {{F::rd, 1}, {F::simm, 0x7fffffff}}),
+      make(Op::li, {{F::rd, 2}, {F::simm, neg(0x80000000)}}),
+      make(Op::beq, {{F::rs1, 1}, {F::rs2, 2}, {F::target, 35}}),
+      make(Op::bne, {{F::rs1, 3}, {F::rs2, 4}, {F::target, 54}}),
+      make(Op::blt, {{F::rs1, 5}, {F::rs2, 6}, {F::target, 54}}),
+      make(Op::bge, {{F::rs1, 7}, {F::rs2, 0}, {F::target, 0}}),
+      make(Op::loop, {{F::rd, 31}, {F::target, 35}}),
+      make(Op::halt, {}),  // halt_here = 54
   };
   ASSERT_EQ(p.code.size(), want.size());
   std::set<Op> seen;
@@ -413,9 +483,10 @@ TEST(IsaIci, SendEncodesSignedFieldsInTwosComplement) {
   EXPECT_FALSE(find_field(d, "rows")->is_signed);
   EXPECT_TRUE(find_field(d, "rsem")->optional);
   EXPECT_TRUE(find_field(d, "abs")->optional);
-  for (const InstrDesc& other : kInstrs)  // only dx and dy are signed
+  for (const InstrDesc& other : kInstrs)  // only dx, dy and the scalar immediate are signed
     for (unsigned k = 0; k < other.nfields; ++k)
-      EXPECT_EQ(other.fields[k].is_signed, other.fields[k].id == F::dx || other.fields[k].id == F::dy)
+      EXPECT_EQ(other.fields[k].is_signed,
+                other.fields[k].id == F::dx || other.fields[k].id == F::dy || other.fields[k].id == F::simm)
           << other.name << "." << other.fields[k].name;
 
   const Instr in = make(Op::ici_send,
@@ -621,6 +692,267 @@ TEST(IsaAsm, ErrorsNameFileLineColumnAndToken) {
     EXPECT_EQ(e.message(), "unknown mnemonic");
     EXPECT_EQ(e.token(), "vfoo");
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scalar unit and register fields (ISA v3)
+
+// The fields with a scalar register, per format, and the widths of the address fields.
+TEST(IsaScalar, RegisterFieldsHaveTheirRegisterJustBelow) {
+  using F = FieldId;
+  const std::map<std::string_view, std::set<F>> want = {
+      {"dma", {F::vaddr, F::haddr, F::rows}}, {"lw", {F::vaddr}},
+      {"mm", {F::vaddr, F::acc, F::rows}},    {"vec", {F::dst, F::a, F::b, F::rows}},
+      {"ici", {F::vaddr, F::raddr, F::rows}},
+  };
+  for (const InstrDesc& d : kInstrs) {
+    std::set<F> with_reg;
+    unsigned companions = 0;
+    for (unsigned k = 0; k < d.nfields; ++k) {
+      const FieldDesc& f = d.fields[k];
+      if (f.is_reg) {
+        ++companions;
+        EXPECT_TRUE(f.optional) << d.name << "." << f.name;
+        EXPECT_TRUE(f.names_reg) << d.name << "." << f.name;
+        EXPECT_FALSE(f.has_reg) << d.name << "." << f.name;
+        EXPECT_EQ(f.width, kRegBits) << d.name << "." << f.name;
+      }
+      if (!f.has_reg) continue;
+      with_reg.insert(f.id);
+      ASSERT_GT(k, 0u) << d.name << "." << f.name;
+      const FieldDesc& r = d.fields[k - 1];  // the register comes just before it, in the bits just below
+      EXPECT_EQ(r.id, f.reg) << d.name << "." << f.name;
+      EXPECT_EQ(std::string(r.name), std::string(f.name) + "_r") << d.name;
+      EXPECT_TRUE(r.is_reg) << d.name << "." << f.name;
+      EXPECT_EQ(r.lsb + r.width, f.lsb) << d.name << "." << f.name;
+      EXPECT_EQ(find_field(d, r.name), &r) << d.name << "." << f.name;
+    }
+    EXPECT_EQ(companions, with_reg.size()) << d.name;
+    const auto it = want.find(d.format);
+    EXPECT_EQ(with_reg, it == want.end() ? std::set<F>{} : it->second) << d.name;
+  }
+  // Widths: VMEM and accumulator addresses 15 bits, HBM beats 28, hstride 24, vector rows 15,
+  // the other rows 16; branch targets 20; the scalar immediate 32, signed.
+  auto width = [](Op op, std::string_view name) { return find_field(desc(op), name)->width; };
+  for (Op op : {Op::dma_ld, Op::dma_st, Op::mxu_lw, Op::mxu_mm, Op::ici_send}) EXPECT_EQ(width(op, "vaddr"), 15u);
+  for (std::string_view name : {"dst", "a", "b", "rows"}) EXPECT_EQ(width(Op::vadd, name), 15u) << name;
+  EXPECT_EQ(width(Op::mxu_mm, "acc"), 15u);
+  EXPECT_EQ(width(Op::ici_send, "raddr"), 15u);
+  EXPECT_EQ(width(Op::dma_ld, "haddr"), 28u);
+  EXPECT_EQ(width(Op::dma_ld, "hstride"), 24u);
+  for (Op op : {Op::dma_ld, Op::mxu_mm, Op::ici_send}) EXPECT_EQ(width(op, "rows"), 16u);
+  for (Op op : {Op::beq, Op::bne, Op::blt, Op::bge, Op::loop}) EXPECT_EQ(width(op, "target"), 20u);
+  for (Op op : {Op::addi, Op::slli, Op::srli, Op::li}) {
+    EXPECT_EQ(width(op, "simm"), 32u);
+    EXPECT_TRUE(find_field(desc(op), "simm")->is_signed);
+  }
+  EXPECT_EQ(kNumRegs, 32u);
+  // The scalar instructions are the front end's; 58..63 are reserved (illegal).
+  for (const InstrDesc& d : kInstrs) {
+    const std::string_view fmt = d.format;
+    if (fmt == "alu" || fmt == "alui" || fmt == "li" || fmt == "br" || fmt == "loop") {
+      EXPECT_EQ(d.unit, Unit::front) << d.name;
+    }
+  }
+  for (unsigned op = 58; op < 64; ++op) {
+    Word w{};
+    put_bits(w, kOpcodeLsb, kOpcodeWidth, op);
+    EXPECT_EQ(decode(w).err, Err::illegal_opcode) << op;
+  }
+}
+
+TEST(IsaScalar, DisassemblyOfEveryNewInstruction) {
+  using F = FieldId;
+  const auto neg = [](uint64_t v) { return uint64_t{0} - v; };
+  const std::pair<Instr, std::string_view> cases[] = {
+      {make(Op::add, {{F::rd, 1}, {F::rs1, 2}, {F::rs2, 3}}), "add r1, r2, r3"},
+      {make(Op::sub, {{F::rd, 31}, {F::rs1, 0}, {F::rs2, 31}}), "sub r31, r0, r31"},
+      {make(Op::and_, {{F::rd, 4}, {F::rs1, 5}, {F::rs2, 6}}), "and r4, r5, r6"},
+      {make(Op::or_, {{F::rd, 7}, {F::rs1, 8}, {F::rs2, 9}}), "or r7, r8, r9"},
+      {make(Op::xor_, {{F::rd, 10}, {F::rs1, 11}, {F::rs2, 12}}), "xor r10, r11, r12"},
+      {make(Op::sll, {{F::rd, 13}, {F::rs1, 14}, {F::rs2, 15}}), "sll r13, r14, r15"},
+      {make(Op::srl, {{F::rd, 16}, {F::rs1, 17}, {F::rs2, 18}}), "srl r16, r17, r18"},
+      {make(Op::slt, {{F::rd, 19}, {F::rs1, 20}, {F::rs2, 21}}), "slt r19, r20, r21"},
+      {make(Op::sltu, {{F::rd, 22}, {F::rs1, 23}, {F::rs2, 24}}), "sltu r22, r23, r24"},
+      {make(Op::addi, {{F::rd, 1}, {F::rs1, 1}, {F::simm, neg(1)}}), "addi r1, r1, -1"},
+      {make(Op::addi, {{F::rd, 2}, {F::rs1, 0}, {F::simm, 0x7fffffff}}), "addi r2, r0, 2147483647"},
+      {make(Op::slli, {{F::rd, 3}, {F::rs1, 4}, {F::simm, 31}}), "slli r3, r4, 31"},
+      {make(Op::srli, {{F::rd, 5}, {F::rs1, 6}, {F::simm, 0}}), "srli r5, r6, 0"},
+      {make(Op::li, {{F::rd, 7}, {F::simm, neg(0x80000000)}}), "li r7, -2147483648"},
+      {make(Op::beq, {{F::rs1, 1}, {F::rs2, 2}, {F::target, 0}}), "beq r1, r2, 0"},
+      {make(Op::bne, {{F::rs1, 3}, {F::rs2, 0}, {F::target, 0xfffff}}), "bne r3, r0, 1048575"},
+      {make(Op::blt, {{F::rs1, 4}, {F::rs2, 5}, {F::target, 17}}), "blt r4, r5, 17"},
+      {make(Op::bge, {{F::rs1, 6}, {F::rs2, 7}, {F::target, 18}}), "bge r6, r7, 18"},
+      {make(Op::loop, {{F::rd, 31}, {F::target, 5}}), "loop r31, 5"},
+      // Register fields: rN+VALUE, rN alone, VALUE alone; optional ones named.
+      {make(Op::dma_ld, {{F::vaddr, 16}, {F::vaddr_r, 3}, {F::haddr_r, 4}, {F::rows, 2}, {F::cols, 1}}),
+       "dma.ld r3+16, r4, 2, 1, 0"},
+      {make(Op::dma_st, {{F::vaddr, 1}, {F::haddr, 9}, {F::rows_r, 31}, {F::cols, 1}, {F::hstride, 2}}, 1, 2),
+       "dma.st 1, 9, r31, 1, 2 wait=1 signal=2"},
+      {make(Op::mxu_lw, {{F::vaddr_r, 1}}), "mxu.lw r1"},
+      {make(Op::mxu_mm,
+            {{F::vaddr_r, 1}, {F::acc, 8}, {F::acc_r, 2}, {F::rows, 1}, {F::rows_r, 3}, {F::accumulate, 1}}),
+       "mxu.mm r1, r2+8, r3+1, accumulate=1"},
+      {make(Op::vadd, {{F::dst_r, 1}, {F::a, 2}, {F::a_r, 2}, {F::rows, 3}, {F::b_r, 4}}), "vadd r1, r2+2, 3, b=r4"},
+      {make(Op::vsub, {{F::dst, 1}, {F::a, 2}, {F::rows_r, 5}, {F::b, 7}, {F::b_r, 4}}), "vsub 1, 2, r5, b=r4+7"},
+      {make(Op::ici_send, {{F::vaddr_r, 6}, {F::raddr, 64}, {F::raddr_r, 7}, {F::rows, 8}, {F::dx, neg(1)}}),
+       "ici.send r6, r7+64, 8, -1, 0"},
+  };
+  for (const auto& [in, text] : cases) {
+    EXPECT_EQ(disassemble(in), text);
+    const Program p = assemble(std::string(text) + "\n", "d.s", tiny());
+    ASSERT_EQ(p.code.size(), 1u) << text;
+    const Decoded dec = decode(p.code[0]);
+    EXPECT_EQ(dec.err, Err::none) << text;
+    EXPECT_EQ(dec.instr, in) << text << ": reassembled as " << disassemble(dec.instr);
+  }
+}
+
+// Every register field of every instruction in every form: rN+VALUE, rN, VALUE, rN+NAME, and
+// r0+VALUE (the same as VALUE), positional or named.
+TEST(IsaScalar, EveryRegisterFieldInEveryForm) {
+  struct Form {
+    std::string text;
+    uint64_t reg, value;
+    std::string disasm;  // how the disassembler writes it back
+  };
+  const Form forms[] = {
+      {"r5+16", 5, 16, "r5+16"}, {"r31", 31, 0, "r31"},  {"r0", 0, 0, "0"},
+      {"12", 0, 12, "12"},       {"r3+K", 3, 7, "r3+7"}, {"r0+9", 0, 9, "9"},
+      {"r1+0", 1, 0, "r1"},      {"K+1", 0, 8, "8"},     {"r2+0x7fff", 2, 0x7fff, "r2+32767"},
+  };
+  unsigned checked = 0;
+  for (const InstrDesc& d : kInstrs)
+    for (unsigned k = 0; k < d.nfields; ++k) {
+      const FieldDesc& f = d.fields[k];
+      if (!f.has_reg) continue;
+      for (const Form& form : forms)
+        for (const bool named : {false, true}) {
+          if (f.optional && !named) continue;  // optional fields come after every required one: named
+          // The other required fields 0, then this one.
+          std::string text = std::string(d.name), sep = " ", want = std::string(d.name);
+          for (unsigned j = 0; j < d.nfields; ++j) {
+            const FieldDesc& g = d.fields[j];
+            if (g.optional || g.is_reg) continue;
+            const std::string v = g.id == f.id ? form.text : "0";
+            text += sep + (named ? std::string(g.name) + "=" : "") + v;
+            want += sep + (g.id == f.id ? form.disasm : "0");
+            sep = ", ";
+          }
+          if (named && f.optional) text += sep + std::string(f.name) + "=" + form.text;
+          SCOPED_TRACE(text);
+          const Program p = assemble(".set K, 7\n" + text + "\n", "f.s", tiny());
+          ASSERT_EQ(p.code.size(), 1u);
+          const Decoded dec = decode(p.code[0]);
+          ASSERT_EQ(dec.err, Err::none);
+          Instr expect;
+          expect.op = d.op;
+          field(expect.f, f.id) = form.value;
+          field(expect.f, f.reg) = form.reg;
+          EXPECT_EQ(dec.instr, expect) << disassemble(dec.instr);
+          // The disassembler writes required fields positionally and a nonzero optional one named
+          // (vscale's comment with its float aside).
+          std::string dis = disassemble(dec.instr);
+          dis = dis.substr(0, dis.find("  #"));
+          if (!f.optional) {
+            EXPECT_EQ(dis, want);
+          } else if (form.reg != 0 || form.value != 0) {
+            EXPECT_EQ(dis, want + sep + std::string(f.name) + "=" + form.disasm);
+          }
+          EXPECT_EQ(assemble(disassemble(dec.instr), "back.s", tiny()), p);
+          ++checked;
+        }
+    }
+  EXPECT_GT(checked, 200u);  // 5 formats, 14 register fields, 9 forms
+}
+
+TEST(IsaScalar, LabelsAsBranchTargetsForwardAndBackward) {
+  const Program p = assemble(R"(
+        li r1, 3                ; 0
+outer:  li r2, 4                ; 1
+inner:  addi r3, r3, 1          ; 2
+        blt r3, r4, skip        ; 3: forward
+        sub r3, r3, r4          ; 4
+skip:   loop r2, inner          ; 5: backward
+        bne r1, r0, next        ; 6: forward, to the next line
+next:   loop r1, outer          ; 7: backward
+        beq r0, r0, end-1       ; 8: forward with an offset
+        halt                    ; 9
+end:
+)",
+                             "l.s", tiny());
+  ASSERT_EQ(p.code.size(), 10u);
+  const auto target = [&](size_t i) { return decode(p.code.at(i)).instr.f.target; };
+  EXPECT_EQ(target(3), 5u);
+  EXPECT_EQ(target(5), 2u);
+  EXPECT_EQ(target(6), 7u);
+  EXPECT_EQ(target(7), 1u);
+  EXPECT_EQ(target(8), 9u);
+  EXPECT_EQ(decode(p.code[5]).instr.f.rd, 2u);
+  EXPECT_EQ(decode(p.code[7]).instr.f.rd, 1u);
+  // The disassembly writes the targets as numbers; it assembles back to the same words.
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find("loop r2, 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("blt r3, r4, 5\n"), std::string::npos) << text;
+  EXPECT_EQ(assemble(text, "back.s", tiny()), p);
+}
+
+TEST(IsaScalar, AssemblyErrors) {
+  const BadInput cases[] = {
+      // Registers: r0 .. r31, written rN where the field is one.
+      {"add r32, r1, r2", "t.s:1:5: expected a scalar register (r0 .. r31) for rd, got 'r32'"},
+      {"add r1, 5, r2", "t.s:1:9: expected a scalar register (r0 .. r31) for rs1, got '5'"},
+      {"add r1, r2, r3+1", "t.s:1:13: expected a scalar register (r0 .. r31) for rs2, got 'r3+1'"},
+      {"li r01, 1", "t.s:1:4: expected a scalar register (r0 .. r31) for rd, got 'r01'"},
+      {"loop rd=x, 0", "t.s:1:9: expected a scalar register (r0 .. r31) for rd, got 'x'"},
+      {"add r1, r2", "t.s:1:1: missing operand rs2 of 'add'"},
+      {"mxu.lw r32", "t.s:1:8: unknown name 'r32'"},
+      {"mxu.lw r32+1", "t.s:1:8: unknown name 'r32'"},
+      // A register where the field has none.
+      {"li r1, r2", "t.s:1:8: a scalar register is not allowed here: 'r2'"},
+      {"addi r1, r1, r2", "t.s:1:14: a scalar register is not allowed here: 'r2'"},
+      {"dma.ld 0, 0, 1, r3, 1", "t.s:1:17: a scalar register is not allowed here: 'r3'"},
+      {"dma.ld 0, 0, 1, 1, hstride=r3+1", "t.s:1:28: a scalar register is not allowed here: 'r3'"},
+      {"mxu.mm 0, 0, 1, accumulate=r1", "t.s:1:28: a scalar register is not allowed here: 'r1'"},
+      {"ici.send 0, 0, 1, r1, 0", "t.s:1:19: a scalar register is not allowed here: 'r1'"},
+      {"vsel 0, 1, 1, imm=r4", "t.s:1:19: a scalar register is not allowed here: 'r4'"},
+      {"beq r1, r2, r3", "t.s:1:13: a scalar register is not allowed here: 'r3'"},
+      {"fence r1", "t.s:1:7: a scalar register is not allowed here: 'r1'"},
+      {".set X, r1", "t.s:1:9: a scalar register is not allowed here: 'r1'"},
+      {"halt wait=r1", "t.s:1:11: a scalar register is not allowed here: 'r1'"},
+      // A field's register is written with the field, and only as rN or rN+VALUE.
+      {"mxu.lw vaddr_r=3",
+       "t.s:1:8: a field's register is written with the field (vaddr=r3+16), not on its own: 'vaddr_r'"},
+      {"mxu.mm 0, 0, 1, rows_r=r2",
+       "t.s:1:17: a field's register is written with the field (rows=r3+16), not on its own: 'rows_r'"},
+      {"mxu.lw r3-1", "t.s:1:8: expected a value of the form rN, rN+VALUE or VALUE, got 'r3-1'"},
+      {"mxu.lw r3+", "t.s:1:8: expected a value of the form rN, rN+VALUE or VALUE, got 'r3+'"},
+      {"mxu.lw r3+r4", "t.s:1:11: a scalar register is not allowed here: 'r4'"},
+      {"mxu.lw 4+r3", "t.s:1:8: expected a value of the form NUMBER, NAME, NAME+NUMBER or NAME-NUMBER, got '4+r3'"},
+      {"mxu.lw r3+0x8000", "t.s:1:8: value 32768 does not fit vaddr (15 bits) 'r3+0x8000'"},
+      {"vadd 0, 1, r2+32768", "t.s:1:12: value 32768 does not fit rows (15 bits) 'r2+32768'"},
+      // Register names are reserved.
+      {"r3: halt", "t.s:1:1: bad label name 'r3'"},
+      {".set r31, 4", "t.s:1:6: bad constant name 'r31'"},
+      // Values.
+      {"slli r1, r2, 0x100000000",
+       "t.s:1:14: value 4294967296 does not fit simm (32 bits, signed: -2147483648 .. 2147483647) '0x100000000'"},
+      {"li r1, 0x80000000",
+       "t.s:1:8: value 2147483648 does not fit simm (32 bits, signed: -2147483648 .. 2147483647) '0x80000000'"},
+      {"beq r1, r2, 1048576", "t.s:1:13: value 1048576 does not fit target (20 bits) '1048576'"},
+      {"loop r1, -1", "t.s:1:10: negative values are not allowed here: '-1'"},
+      {"loop r1, nowhere", "t.s:1:10: unknown name 'nowhere'"},
+      {"bne r1, r2, 3 wait=1, signal=2, x=1", "t.s:1:33: bne has no field 'x'"},
+  };
+  for (const BadInput& c : cases) {
+    const std::string got = error_of<AsmError>([&] { assemble(c.text, "t.s", tiny()); });
+    EXPECT_EQ(got, c.error) << "input: " << c.text;
+  }
+  // r32 and r01 are not registers, so they are ordinary names.
+  const Program p = assemble("r32: mxu.lw r32+1\nr01: mxu.lw r01\n", "n.s", tiny());
+  EXPECT_EQ(decode(p.code[0]).instr.f.vaddr, 1u);
+  EXPECT_EQ(decode(p.code[0]).instr.f.vaddr_r, 0u);
+  EXPECT_EQ(decode(p.code[1]).instr.f.vaddr, 1u);
 }
 
 // ---------------------------------------------------------------------------------------------
