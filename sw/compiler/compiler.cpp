@@ -60,98 +60,22 @@
 // lw, mm, ...
 #include "compiler.h"
 
+#include "builder.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 
 namespace tp::compiler {
 
 namespace {
 
+using namespace detail;
 using isa::Instr;
 using isa::Op;
-
-constexpr uint32_t kWeightSlots = 4;  // R
-constexpr std::string_view kCommentLead = "#";
-
-// Semaphore numbers (1..15; 0 means none).
-constexpr unsigned kAFull = 1, kAFree = 2, kWFull = 3, kWFree = 4, kAccFull = 5, kAccFree = 6, kOutFull = 7,
-                   kOutFree = 8, kBias = 9, kLayer = 10;
-
-constexpr std::array<std::string_view, 11> kSemNames = {
-    "", "A_FULL", "A_FREE", "W_FULL", "W_FREE", "ACC_FULL", "ACC_FREE", "OUT_FULL", "OUT_FREE", "BIAS", "LAYER"};
-
-enum class Queue : uint64_t { load = 0, mxu = 1, vec = 2, store = 3 };
-
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
-// One line of the program: an instruction with its comment, or a comment alone.
-struct Line {
-  std::optional<Instr> instr;
-  std::string comment;
-};
-using Lines = std::vector<Line>;
-
-Instr fence(Queue q, unsigned wait, unsigned signal) {
-  Instr i;
-  i.op = Op::fence;
-  i.f.unit = static_cast<uint64_t>(q);
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
-
-Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, uint64_t cols, uint64_t hstride, unsigned wait,
-          unsigned signal) {
-  Instr i;
-  i.op = op;
-  i.f.vaddr = vaddr;
-  i.f.haddr = haddr;
-  i.f.rows = rows;
-  i.f.cols = cols;
-  i.f.hstride = hstride;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
-
-Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, bool a_acc) {
-  Instr i;
-  i.op = op;
-  i.f.dst = dst;
-  i.f.a = a;
-  i.f.rows = rows;
-  i.f.a_acc = a_acc ? 1 : 0;
-  return i;
-}
-
-std::string layer_name(size_t index, const MatmulLayer& l) {
-  return fmt::format("layer {} ({}x{}x{})", index, l.m, l.k, l.n);
-}
-
-// The VMEM and accumulator map of one layer.
-struct Layout {
-  Tiling t;
-  uint64_t a_buf[2], w_slot0, out_buf[2], bias_buf;
-  uint64_t acc_buf[2];
-};
-
-Layout layout(const Preset& p, const Tiling& t) {
-  Layout l{};
-  l.t = t;
-  const uint64_t n = p.mxu.n;
-  l.a_buf[0] = 0;
-  l.a_buf[1] = uint64_t{t.tm} * t.kb;
-  l.w_slot0 = 2 * uint64_t{t.tm} * t.kb;
-  l.out_buf[0] = l.w_slot0 + kWeightSlots * n;
-  l.out_buf[1] = l.out_buf[0] + t.tm;
-  l.bias_buf = l.out_buf[1] + t.tm;
-  l.acc_buf[0] = 0;
-  l.acc_buf[1] = t.tm;
-  return l;
-}
 
 void check_layer(const Preset& p, size_t index, const MatmulLayer& l) {
   const std::string name = layer_name(index, l);
@@ -215,28 +139,46 @@ Tiling plan_checked(const Preset& p, size_t index, const MatmulLayer& l) {
   return t;
 }
 
+}  // namespace
+
+namespace detail {
+
+void program_start(Lines& lines, const Preset& p, const std::vector<MatmulLayer>& layers,
+                   const std::vector<Tiling>& plans) {
+  auto comment = [&](std::string text) { lines.push_back({std::nullopt, std::move(text), {}, {}}); };
+  auto emit = [&](const Instr& i, std::string text) { lines.push_back({i, std::move(text), {}, {}}); };
+  comment(fmt::format("tensorpod compiler: {} layer(s) for preset '{}' (n={}, vmem_rows={}, acc_rows={})",
+                      layers.size(), p.name, p.mxu.n, p.chip.vmem_rows, p.mxu.acc_rows));
+  comment("semaphores: 1 A_FULL, 2 A_FREE, 3 W_FULL, 4 W_FREE, 5 ACC_FULL, 6 ACC_FREE, 7 OUT_FULL, 8 OUT_FREE,");
+  comment("            9 BIAS, 10 LAYER (the scheme is described in sw/compiler/compiler.cpp)");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const auto& l = layers[i];
+    const auto& t = plans[i];
+    comment(fmt::format("{}: A@{} W@{}{} -> C@{}{}{}; Kb={} Nb={}, {} M block(s) of {} rows, {} VMEM rows",
+                        layer_name(i, l), l.a.beat, l.w.beat, l.bias ? fmt::format(" bias@{}", l.b.beat) : "", l.c.beat,
+                        l.relu ? " relu" : "", l.out_bf16 ? " bf16" : "", t.kb, t.nb, t.mb, t.tm, t.vmem_rows));
+  }
+  comment("initial tokens: each queue owns its free buffers");
+  emit(fence(Queue::load, 0, kAFree), "2 A buffers free");
+  emit(fence(Queue::load, 0, kAFree), "");
+  for (uint32_t s = 0; s < kWeightSlots; ++s) emit(fence(Queue::load, 0, kWFree), s == 0 ? "4 weight slots free" : "");
+  emit(fence(Queue::mxu, 0, kAccFree), "2 accumulator buffers free");
+  emit(fence(Queue::mxu, 0, kAccFree), "");
+  emit(fence(Queue::vec, 0, kOutFree), "2 output buffers free");
+  emit(fence(Queue::vec, 0, kOutFree), "");
+}
+
+}  // namespace detail
+
+namespace {
+
 // Builds one program; the same lines give the binary and the assembly text.
 class Builder {
  public:
   explicit Builder(const Preset& p) : p_(p) {}
 
-  Lines build(const std::vector<MatmulLayer>& layers) {
-    if (layers.empty()) throw CompileError("compile: no layers");
-    std::vector<Tiling> plans;
-    for (size_t i = 0; i < layers.size(); ++i) {
-      check_layer(p_, i, layers[i]);
-      plans.push_back(plan_checked(p_, i, layers[i]));
-    }
-    header(layers, plans);
-    comment("initial tokens: each queue owns its free buffers");
-    emit(fence(Queue::load, 0, kAFree), "2 A buffers free");
-    emit(fence(Queue::load, 0, kAFree), "");
-    for (uint32_t s = 0; s < kWeightSlots; ++s)
-      emit(fence(Queue::load, 0, kWFree), s == 0 ? "4 weight slots free" : "");
-    emit(fence(Queue::mxu, 0, kAccFree), "2 accumulator buffers free");
-    emit(fence(Queue::mxu, 0, kAccFree), "");
-    emit(fence(Queue::vec, 0, kOutFree), "2 output buffers free");
-    emit(fence(Queue::vec, 0, kOutFree), "");
+  Lines build(const std::vector<MatmulLayer>& layers, const std::vector<Tiling>& plans) {
+    program_start(lines_, p_, layers, plans);
     for (size_t i = 0; i < layers.size(); ++i) layer(i, layers[i], plans[i], i + 1 == layers.size());
     Instr h;
     h.op = Op::halt;
@@ -252,23 +194,8 @@ class Builder {
     uint64_t after_afree = 0;  // ... and this many A_FREE fences of the layer
   };
 
-  void comment(std::string text) { lines_.push_back({std::nullopt, std::move(text)}); }
-  void emit(const Instr& i, std::string text) { lines_.push_back({i, std::move(text)}); }
-
-  void header(const std::vector<MatmulLayer>& layers, const std::vector<Tiling>& plans) {
-    comment(fmt::format("tensorpod compiler: {} layer(s) for preset '{}' (n={}, vmem_rows={}, acc_rows={})",
-                        layers.size(), p_.name, p_.mxu.n, p_.chip.vmem_rows, p_.mxu.acc_rows));
-    comment("semaphores: 1 A_FULL, 2 A_FREE, 3 W_FULL, 4 W_FREE, 5 ACC_FULL, 6 ACC_FREE, 7 OUT_FULL, 8 OUT_FREE,");
-    comment("            9 BIAS, 10 LAYER (the scheme is described in sw/compiler/compiler.cpp)");
-    for (size_t i = 0; i < layers.size(); ++i) {
-      const auto& l = layers[i];
-      const auto& t = plans[i];
-      comment(fmt::format("{}: A@{} W@{}{} -> C@{}{}{}; Kb={} Nb={}, {} M block(s) of {} rows, {} VMEM rows",
-                          layer_name(i, l), l.a.beat, l.w.beat, l.bias ? fmt::format(" bias@{}", l.b.beat) : "",
-                          l.c.beat, l.relu ? " relu" : "", l.out_bf16 ? " bf16" : "", t.kb, t.nb, t.mb, t.tm,
-                          t.vmem_rows));
-    }
-  }
+  void comment(std::string text) { lines_.push_back({std::nullopt, std::move(text), {}, {}}); }
+  void emit(const Instr& i, std::string text) { lines_.push_back({i, std::move(text), {}, {}}); }
 
   void layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
     const Layout lay = layout(p_, t);
@@ -414,16 +341,94 @@ class Builder {
   Lines lines_;
 };
 
-Lines build(const Preset& p, const std::vector<MatmulLayer>& layers) {
-  Lines lines = Builder(p).build(layers);
-  const auto count = std::count_if(lines.begin(), lines.end(), [](const Line& l) { return l.instr.has_value(); });
-  if (static_cast<uint64_t>(count) > p.chip.imem_words)
-    throw CompileError(fmt::format("compile: the program has {} instructions, preset '{}' holds {} (imem_words)", count,
-                                   p.name, p.chip.imem_words));
-  return lines;
+// Resolves the branch targets; returns the number of instructions.
+uint64_t finish(Lines& lines) {
+  std::map<std::string, uint64_t, std::less<>> at;
+  uint64_t count = 0;
+  for (const Line& l : lines) {
+    if (!l.label.empty() && !at.emplace(l.label, count).second)
+      throw std::logic_error(fmt::format("compiler: label {} defined twice", l.label));
+    if (l.instr) ++count;
+  }
+  for (Line& l : lines) {
+    if (l.target.empty()) continue;
+    const auto it = at.find(l.target);
+    if (it == at.end()) throw std::logic_error(fmt::format("compiler: branch to undefined label {}", l.target));
+    l.instr->f.target = it->second;
+  }
+  return count;
+}
+
+struct Built {
+  Lines lines;
+  CompileInfo info;
+};
+
+// automatic takes the unrolled program (when it fits) once the loop nest's front-end work passes
+// this fraction of the MXU's lower bound: measured on the golden estimate over random shapes at
+// every test preset, loops below it cost under 1% (0.6% at most over 250 random shapes; the front end works in bursts
+// at pass boundaries, which the queues absorb only while it is well ahead).
+constexpr double kFrontBound = 0.6;
+
+// Checks and plans every layer, builds the program in the chosen form (automatic: both, then
+// picks), resolves the branch targets and checks that it fits the instruction memory.
+Built build(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
+  if (layers.empty()) throw CompileError("compile: no layers");
+  std::vector<Tiling> plans;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    check_layer(p, i, layers[i]);
+    plans.push_back(plan_checked(p, i, layers[i]));
+  }
+  Built out;
+  Lines looped, unrolled;
+  if (opts.form != Form::unrolled) {
+    LoopCost cost;
+    looped = build_looped(p, layers, plans, &cost);
+    out.info.looped_instructions = finish(looped);
+    out.info.front_per_mxu =
+        cost.mxu_cycles ? static_cast<double>(cost.front_cycles) / static_cast<double>(cost.mxu_cycles) : 0.0;
+  }
+  if (opts.form != Form::loops) {
+    unrolled = Builder(p).build(layers, plans);
+    out.info.unrolled_instructions = finish(unrolled);
+  }
+  const uint64_t cap = p.chip.imem_words;
+  Form form = opts.form;
+  if (form == Form::automatic) {
+    const uint64_t u = out.info.unrolled_instructions;
+    form = u <= cap && (u <= out.info.looped_instructions || out.info.front_per_mxu > kFrontBound) ? Form::unrolled
+                                                                                                   : Form::loops;
+  }
+  if (out.info.unrolled_instructions > cap) out.info.unrolled_instructions = 0;  // "does not fit"
+  out.info.form = form;
+  out.lines = std::move(form == Form::loops ? looped : unrolled);
+  out.info.instructions = form == Form::loops
+                              ? out.info.looped_instructions
+                              : static_cast<uint64_t>(std::count_if(out.lines.begin(), out.lines.end(),
+                                                                    [](const Line& l) { return l.instr.has_value(); }));
+  if (out.info.instructions > cap)
+    throw CompileError(fmt::format("compile: the program has {} instructions ({}), preset '{}' holds {} (imem_words)",
+                                   out.info.instructions, form_name(form), p.name, cap));
+  return out;
 }
 
 }  // namespace
+
+std::string_view form_name(Form f) {
+  switch (f) {
+    case Form::automatic:
+      return "automatic";
+    case Form::loops:
+      return "loops";
+    case Form::unrolled:
+      return "unrolled";
+  }
+  return "?";
+}
+
+CompileInfo compile_info(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
+  return build(p, layers, opts).info;
+}
 
 uint64_t padded_beats(const Preset& p, uint32_t rows, uint32_t cols) {
   return uint64_t{rows} * ceil_div(cols, p.mxu.n);
@@ -438,23 +443,31 @@ Tiling plan(const Preset& p, const MatmulLayer& l) {
   return plan_checked(p, 0, l);
 }
 
-isa::Program compile(const Preset& p, const std::vector<MatmulLayer>& layers) {
+isa::Program compile(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
   isa::Program prog;
   prog.preset = p.name;
   prog.fingerprint = isa::fingerprint(p);
-  for (const auto& line : build(p, layers))
+  for (const auto& line : build(p, layers, opts).lines)
     if (line.instr) prog.code.push_back(isa::encode(*line.instr));
   return prog;
 }
 
-std::string compile_asm(const Preset& p, const std::vector<MatmulLayer>& layers) {
+std::string compile_asm(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
   std::string text;
-  for (const auto& line : build(p, layers)) {
+  for (const auto& line : build(p, layers, opts).lines) {
+    if (!line.label.empty()) {
+      text += line.label + ":\n";
+      continue;
+    }
     if (!line.instr) {
       text += line.comment.empty() ? "\n" : fmt::format("{} {}\n", kCommentLead, line.comment);
       continue;
     }
-    const std::string ins = isa::disassemble(*line.instr);
+    std::string ins = isa::disassemble(*line.instr);
+    if (!line.target.empty()) {  // the target by its label: the disassembly ends with the number
+      ins.erase(ins.rfind(' ') + 1);
+      ins += line.target;
+    }
     if (line.comment.empty() && line.instr->wait == 0 && line.instr->signal == 0) {
       text += ins + "\n";
       continue;

@@ -40,14 +40,39 @@ struct MatmulLayer {
   MatrixRef a, w, b, c;
 };
 
+// How to write the program (docs/compiler.md).
+//  loops:     each layer a loop nest over its M blocks, column tiles and K-tiles, with addresses
+//             in scalar registers: the program's size does not grow with the shapes;
+//  unrolled:  every tile written out, as before the ISA had loops (it fits the instruction
+//             memory only for small layers);
+//  automatic: loops, unless the unrolled program fits the instruction memory and either is not
+//             longer or the loops' front end would slow the MXU (LoopCost: few rows and K-tiles,
+//             many column tiles).
+enum class Form { automatic, loops, unrolled };
+struct Options {
+  Form form = Form::automatic;
+};
+std::string_view form_name(Form);  // "automatic", "loops", "unrolled"
+
+// What compile() writes for these layers: the form it picks and both forms' sizes (unrolled 0: it
+// does not fit the instruction memory), and the loop nest's front-end cycles over the MXU's
+// lower bound (above about 1, the loops are slower than the MXU).
+struct CompileInfo {
+  Form form = Form::loops;
+  uint64_t instructions = 0, looped_instructions = 0, unrolled_instructions = 0;
+  double front_per_mxu = 0;
+};
+CompileInfo compile_info(const Preset&, const std::vector<MatmulLayer>&, const Options& = {});
+
 // One program: the layers in order, each layer's loads waiting for the previous layer's stores,
 // then halt. Throws CompileError (zero shapes, shapes that do not match the refs, matrices that
 // overlap or run past the end of HBM, a layer that does not fit VMEM or the accumulators, a
 // program longer than the instruction memory).
-isa::Program compile(const Preset&, const std::vector<MatmulLayer>&);
+isa::Program compile(const Preset&, const std::vector<MatmulLayer>&, const Options& = {});
 
-// The same program as commented assembly text: isa::assemble() of it gives compile()'s Program.
-std::string compile_asm(const Preset&, const std::vector<MatmulLayer>&);
+// The same program as commented assembly text (labels for the branch targets):
+// isa::assemble() of it gives compile()'s Program.
+std::string compile_asm(const Preset&, const std::vector<MatmulLayer>&, const Options& = {});
 
 // Beats of a rows x cols matrix in HBM: rows * ceil(cols / n).
 uint64_t padded_beats(const Preset&, uint32_t rows, uint32_t cols);

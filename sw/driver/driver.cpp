@@ -287,7 +287,8 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   if (s.bias) layer.b = place(chip, 1, s.n, compiler::pack_fp32(p, 1, s.n, bias));
   layer.c = place_output(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {layer};
-  finish(chip, run, compiler::compile(p, layers), layers, timeout_cycles, expected);
+  run.form = compiler::compile_info(p, layers, {.form = s.form}).form;
+  finish(chip, run, compiler::compile(p, layers, {.form = run.form}), layers, timeout_cycles, expected);
   return run;
 }
 
@@ -327,7 +328,8 @@ MatmulRun run_mlp(Chip& chip, const MlpSpec& s, uint64_t seed, uint64_t timeout_
   l2.b = place(chip, 1, s.n, compiler::pack_fp32(p, 1, s.n, b2));
   l2.c = place_output(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {l1, l2};
-  finish(chip, run, compiler::compile(p, layers), layers, timeout_cycles, expected);
+  run.form = compiler::compile_info(p, layers, {.form = s.form}).form;
+  finish(chip, run, compiler::compile(p, layers, {.form = run.form}), layers, timeout_cycles, expected);
   return run;
 }
 

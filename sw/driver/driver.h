@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler.h"
 #include "config.h"
 #include "isa.h"
 
@@ -120,11 +121,13 @@ std::unique_ptr<Chip> make_golden_chip(const Preset&);
 struct MatmulSpec {
   uint32_t m = 0, k = 0, n = 0;
   bool bias = false, relu = false;
+  compiler::Form form = compiler::Form::automatic;  // how the compiler writes the program
 };
 
 // x[m, k] -> relu(x W1[k, h] + b1) rounded to bf16 -> h W2[h, n] + b2 (fp32), one program.
 struct MlpSpec {
   uint32_t m = 0, k = 0, h = 0, n = 0;
+  compiler::Form form = compiler::Form::automatic;
 };
 
 struct Mismatch {
@@ -136,10 +139,11 @@ struct MatmulRun {
   std::string what;  // "matmul 5x7x9 bias relu" / "mlp 5x7x9x3"
   uint64_t seed = 0;
   Status status;
-  bool pass = false;                       // status.ok() and every element bit-exact
-  uint64_t mismatches = 0;                 // elements that differ (0 when the run failed)
-  std::optional<Mismatch> first_mismatch;  // row-major first
-  uint64_t instructions = 0;               // program length
+  bool pass = false;                            // status.ok() and every element bit-exact
+  uint64_t mismatches = 0;                      // elements that differ (0 when the run failed)
+  std::optional<Mismatch> first_mismatch;       // row-major first
+  uint64_t instructions = 0;                    // program length
+  compiler::Form form = compiler::Form::loops;  // the form the compiler wrote (loops or unrolled)
   uint64_t cycles = 0, mxu_rows = 0, bytes_loaded = 0, bytes_stored = 0;
   double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
   std::map<std::string, uint64_t> counters;

@@ -19,7 +19,7 @@ std::map<std::string, SliceFactory>& slice_registry() {
 }
 
 // The golden pod behind the Slice interface. Its "cycles" are the chips' timing estimates and
-// its timeout counts unit instructions, as the golden chip's does.
+// its timeout counts executed instructions (unit and scalar), as the golden chip's does.
 class GoldenSlice final : public Slice {
  public:
   GoldenSlice(const PodSpec& pod, const SliceShape& shape, const SliceOptions& opt)

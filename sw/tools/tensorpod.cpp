@@ -138,6 +138,7 @@ void write_report(const std::string& path, const json& report) {
 struct RunOptions {
   std::string program, matmul, mlp, backend = "golden", preset, report;
   bool bias = false, relu = false, demo = false;
+  std::string form = "automatic";
   uint64_t seed = 1, timeout = 0;
   std::vector<std::string> hbm_in, hbm_out;
 };
@@ -191,18 +192,28 @@ std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const
   return {l1, layer(l1.c, s[2], s[3], true)};
 }
 
+// --form: how the compiler writes the program.
+tp::compiler::Form parse_form(const std::string& text) {
+  for (const auto f : {tp::compiler::Form::automatic, tp::compiler::Form::loops, tp::compiler::Form::unrolled})
+    if (text == tp::compiler::form_name(f)) return f;
+  throw UsageError(fmt::format("--form: '{}' is not automatic, loops or unrolled", text));
+}
+
 int cmd_compile(const RunOptions& o, const std::string& out) {
   if (o.matmul.empty() == o.mlp.empty()) throw UsageError("compile: give exactly one of --matmul or --mlp");
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("compile: --bias and --relu go with --matmul");
   const tp::Preset p = tp::load_preset(o.preset);
   const auto layers = layers_at_zero(p, o.matmul, o.mlp, o.bias, o.relu);
+  const tp::compiler::Options opts{.form = parse_form(o.form)};
   if (out.empty()) {
-    fmt::print("{}", tp::compiler::compile_asm(p, layers));
+    fmt::print("{}", tp::compiler::compile_asm(p, layers, opts));
     return kExitOk;
   }
-  const auto prog = tp::compiler::compile(p, layers);
+  const auto info = tp::compiler::compile_info(p, layers, opts);
+  const auto prog = tp::compiler::compile(p, layers, {.form = info.form});
   tp::isa::write_program(out, prog);
-  fmt::print("{}: {} instructions for preset '{}'\n", out, prog.code.size(), p.name);
+  fmt::print("{}: {} instructions ({}) for preset '{}'\n", out, prog.code.size(), tp::compiler::form_name(info.form),
+             p.name);
   return kExitOk;
 }
 
@@ -221,7 +232,7 @@ void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
   } else {
     fmt::print("  check:       FAIL (the chip did not finish cleanly)\n");
   }
-  fmt::print("  program:     {} instructions\n", run.instructions);
+  fmt::print("  program:     {} instructions ({})\n", run.instructions, tp::compiler::form_name(run.form));
   fmt::print("  cycles:      {}{}\n", run.cycles, chip.backend_name() == "golden" ? " (golden estimate)" : "");
   fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
   fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
@@ -240,6 +251,7 @@ json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
     r["first_mismatch"] = {{"row", m.row}, {"col", m.col}, {"got", m.got}, {"expected", m.expected}};
   }
   r["instructions"] = run.instructions;
+  r["form"] = tp::compiler::form_name(run.form);
   r["cycles"] = run.cycles;
   r["mxu_rows"] = run.mxu_rows;
   r["mxu_utilization"] = run.mxu_utilization;
@@ -291,6 +303,7 @@ int cmd_run(const RunOptions& o) {
   } else {
     backends = {backend};
   }
+  const tp::compiler::Form form = parse_form(o.form);
   std::vector<tp::driver::MatmulRun> runs;
   bool ok = true;
   for (const Backend b : backends) {
@@ -298,13 +311,13 @@ int cmd_run(const RunOptions& o) {
     tp::driver::MatmulRun run;
     if (o.demo) {
       const uint32_t n = chip->lanes();
-      run = tp::driver::run_mlp(*chip, {8 * n, 8 * n, 16 * n, 4 * n}, o.seed, o.timeout);
+      run = tp::driver::run_mlp(*chip, {8 * n, 8 * n, 16 * n, 4 * n, form}, o.seed, o.timeout);
     } else if (!o.matmul.empty()) {
       const auto s = parse_shape(o.matmul, 3, "--matmul");
-      run = tp::driver::run_matmul(*chip, {s[0], s[1], s[2], o.bias, o.relu}, o.seed, o.timeout);
+      run = tp::driver::run_matmul(*chip, {s[0], s[1], s[2], o.bias, o.relu, form}, o.seed, o.timeout);
     } else {
       const auto s = parse_shape(o.mlp, 4, "--mlp");
-      run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3]}, o.seed, o.timeout);
+      run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3], form}, o.seed, o.timeout);
     }
     print_run(run, *chip);
     ok = ok && run.pass;
@@ -575,6 +588,9 @@ int main(int argc, char** argv) {
   comp_cmd->add_flag("--relu", comp.relu, "--matmul: apply ReLU");
   comp_cmd->add_option("--mlp", comp.mlp, "a two-layer MLP MxKxHxN");
   comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)");
+  comp_cmd
+      ->add_option("--form", comp.form, "loops, unrolled, or automatic (loops unless unrolled is shorter or faster)")
+      ->capture_default_str();
   comp_cmd->add_option("-o,--output", comp_out, "program file to write (.tpb); without it, print the assembly");
 
   RunOptions run;
@@ -591,6 +607,8 @@ int main(int argc, char** argv) {
                    "rtl, golden, or both (--matmul/--mlp: the same operands on each, results compared)")
       ->capture_default_str();
   run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)");
+  run_cmd->add_option("--form", run.form, "--matmul/--mlp/--demo: loops, unrolled, or automatic")
+      ->capture_default_str();
   run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str();
   run_cmd->add_option("--timeout", run.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
   run_cmd->add_option("--report", run.report, "write a JSON report to this file");

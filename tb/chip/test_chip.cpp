@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include TP_CHIP_HEADER
 #include "chip_harness.h"
@@ -248,6 +249,315 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Stalls, ChipRandom, ::testing::Values(0.0, 0.3),
                          [](const auto& p) { return p.param == 0.0 ? std::string("none") : "memory"; });
 
+// ---- random programs with loops ----------------------------------------------------------------
+//
+// The software pipeline of Gen, written once as a loop nest: an outer loop of `outer` iterations
+// (counted with loop, or with addi and a branch) around an inner loop of `inner` (its count
+// reloaded from a register), every unit instruction's addresses and row counts from registers:
+// the slot offset r4 (0 or R, toggled each iteration), the HBM input address r6 (its strides per
+// inner and per outer iteration), the output address r7 (computed from the iteration number
+// r19), the rows r9 (changing by a step each inner iteration), the weight tile r11. Each
+// iteration also sends T[s] to X[s] on this chip (ici.send to itself), and stores T, U and X.
+// Both slots start free: the "free" semaphores get two counts before the loop, so every
+// iteration waits the same way. Some vector steps run only in some iterations (branches on the
+// iteration number).
+enum LSem : unsigned {
+  kLW = 1,
+  kLLdV,
+  kLLdM,
+  kLFreeInV,
+  kLFreeInM,
+  kLMmV,
+  kLFreeAcc,
+  kLVS,
+  kLFreeT,
+  kLVI,
+  kLFreeTI,
+  kLArr,
+  kLFreeX
+};
+
+struct LoopGen {
+  const tp::Preset& p;
+  std::mt19937_64& rng;
+  unsigned n, R;
+  unsigned outer = 1, inner = 1;
+  uint64_t rows = 0;  // rows loaded into IN over all iterations
+  bool two_tiles = false;
+  static constexpr uint64_t kConstBeat = 4000, kOutBase = 8192, kOutStride = 512;  // 2^9: slli by 9
+
+  LoopGen(const tp::Preset& pr, std::mt19937_64& r) : p(pr), rng(r), n(pr.mxu.n) {
+    R = std::min<unsigned>({p.mxu.acc_rows / 2, (p.chip.vmem_rows - 2 * n) / 9, 48});
+  }
+  unsigned pick(unsigned lo, unsigned hi) { return std::uniform_int_distribution<unsigned>(lo, hi)(rng); }
+  int pick_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  uint64_t iterations() const { return uint64_t{outer} * inner; }
+
+  std::string program() {
+    outer = pick(1, 3);
+    inner = pick(outer == 1 ? 2 : 1, 4);  // at least two iterations
+    // Rows: k0, then + dk each inner iteration, within [1, R].
+    const unsigned k0 = pick(1, R);
+    int dk = pick_int(-1, 1);
+    if (int64_t{k0} + int64_t{dk} * (inner - 1) < 1 || int64_t{k0} + int64_t{dk} * (inner - 1) > R) dk = 0;
+    const unsigned kmax = dk > 0 ? k0 + (inner - 1) : k0;
+    rows = 0;
+    for (unsigned j = 0; j < inner; ++j) rows += outer * static_cast<uint64_t>(int64_t{k0} + int64_t{dk} * j);
+    // HBM input: h0, + dh each inner iteration, + dout after each inner loop; every block below
+    // the constants at kConstBeat (simulated here, redrawn until it fits).
+    const unsigned hs = pick(1, 4);
+    unsigned h0 = 0, dh = 0;
+    int dout = 0;
+    for (;;) {
+      h0 = pick(0, 1500), dh = pick(0, 300), dout = pick_int(-300, 300);
+      int64_t h = h0, lo = h0, hi = h0;
+      for (unsigned o = 0; o < outer; ++o) {
+        for (unsigned i = 0; i < inner; ++i) {
+          lo = std::min(lo, h), hi = std::max(hi, h);
+          h += dh;
+        }
+        h += dout;
+      }
+      if (lo >= 0 && hi + int64_t{kmax} * hs < int64_t{kConstBeat}) break;
+    }
+    const unsigned w0 = 0, in0 = 2 * n, t0 = in0 + 2 * R, u0 = t0 + 2 * R, x0 = u0 + 2 * R, c0 = x0 + 2 * R;
+    std::string t = fmt::format(
+        ".set IN, {}\n.set T, {}\n.set U, {}\n.set X, {}\n.set C, {}\n.set OUT, {}\n"
+        "  li r5, {}\n  li r12, {}\n  li r14, 1\n  li r15, {}\n  li r20, OUT\n  li r3, {}\n  li r1, {}\n"
+        "  li r6, {}\n  li r17, {}\n",
+        in0, t0, u0, x0, c0, kOutBase, R, n, pick(0, 5), inner, outer, h0, k0);
+    // C, then both weight tiles, once.
+    t += fmt::format("  dma.ld C, {}, {}, 1, 1\n  dma.ld {}, 0, {}, 1, 1 signal={}\n  fence mxu wait={}\n", kConstBeat,
+                     R, w0, 2 * n, +kLW, +kLW);
+    for (unsigned rep = 0; rep < 2; ++rep)
+      t += fmt::format(
+          "  fence vec signal={}\n  fence mxu signal={}\n  fence vec signal={}\n  fence store signal={}\n"
+          "  fence ici signal={}\n  fence store signal={}\n",
+          +kLFreeInV, +kLFreeInM, +kLFreeAcc, +kLFreeT, +kLFreeTI, +kLFreeX);
+    t += "outer:\n  add r2, r3, r0\n  add r9, r17, r0\ninner:\n  slli r7, r19, 9\n  add r7, r7, r20\n";
+    // load
+    t += fmt::format("  fence load wait={}\n  dma.ld r4+IN, r6, r9, 1, {} wait={} signal={}\n  fence load signal={}\n",
+                     +kLFreeInM, hs, +kLFreeInV, +kLLdV, +kLLdM);
+    // MXU: one tile, or two tiles accumulated onto the same rows.
+    two_tiles = pick(0, 1);
+    t += fmt::format("  mxu.lw r11\n  fence mxu wait={}\n", +kLFreeAcc);
+    if (two_tiles) {
+      t += fmt::format("  mxu.mm r4+IN, r4, r9 wait={}\n  xor r11, r11, r12\n  mxu.lw r11\n", +kLLdM);
+      t += fmt::format("  mxu.mm r4+IN, r4, r9, accumulate=1 signal={}\n", +kLMmV);
+    } else {
+      t += fmt::format("  mxu.mm r4+IN, r4, r9 wait={} signal={}\n", +kLLdM, +kLMmV);
+    }
+    t += fmt::format("  fence mxu signal={}\n", +kLFreeInM);
+    // vector: T from IN and C, U from ACC, then a few in-place steps, some of them conditional
+    static constexpr const char* kBinary[] = {"vadd", "vsub", "vmul", "vmax", "vmin", "vcmplt", "vcmple", "vcmpeq"};
+    static constexpr const char* kUnary[] = {"vrelu", "vcvtbf", "vcvtf", "vredsum", "vredmax", "vmov", "vscale"};
+    t += fmt::format("  fence vec wait={}\n  fence vec wait={}\n", +kLFreeT, +kLFreeTI);
+    const bool bcast = pick(0, 1);
+    t += fmt::format("  {} r4+T, r4+IN, r9, b=C+{}{} wait={}\n", kBinary[pick(0, std::size(kBinary) - 1)],
+                     bcast ? pick(0, R - 1) : pick(0, R - kmax), bcast ? ", b_bcast=1" : "", +kLLdV);
+    t += fmt::format("  {} r4+U, r4, r9, b=r4+IN, a_acc=1, b_bcast=1 wait={}\n  fence vec signal={}\n",
+                     pick(0, 1) ? "vadd" : "vmov", +kLMmV, +kLFreeAcc);
+    for (unsigned j = pick(0, 3), label = 0; j > 0; --j, ++label) {
+      const char* op = kUnary[pick(0, std::size(kUnary) - 1)];
+      const char* dst = pick(0, 1) ? "T" : "U";
+      const std::string imm =
+          std::string(op) == "vscale" ? fmt::format(", imm={:#x}", static_cast<uint32_t>(rng())) : "";
+      const unsigned cond = pick(0, 3);  // 0: always; else only in some iterations
+      if (cond == 1) t += fmt::format("  and r13, r19, r14\n  beq r13, r0, skip{}\n", label);    // odd iterations
+      if (cond == 2) t += fmt::format("  bge r19, r15, skip{}\n", label);                        // the first few
+      if (cond == 3) t += fmt::format("  sltu r13, r15, r19\n  bne r13, r14, skip{}\n", label);  // the later ones
+      t += fmt::format("  {} r4+{}, r4+{}, r9{}\nskip{}:\n", op, dst, dst, imm, label);
+    }
+    if (pick(0, 1)) t += fmt::format("  vsel r4+T, r4+U, r9, b=r4+IN, imm=C+{}\n", pick(0, R - kmax));  // mask: C rows
+    t += fmt::format("  fence vec signal={}\n  fence vec signal={}\n  fence vec signal={}\n", +kLFreeInV, +kLVS, +kLVI);
+    // ICI: T[s] to X[s] on this chip; rsem says the rows are in.
+    t += fmt::format("  fence ici wait={}\n  ici.send r4+T, r4+X, r9, 0, 0, rsem={} wait={} signal={}\n", +kLFreeX,
+                     +kLArr, +kLVI, +kLFreeTI);
+    // store: T and U interleaved, X behind them
+    t += fmt::format("  dma.st r4+T, r7, r9, 1, 2 wait={}\n  dma.st r4+U, r7+1, r9, 1, 2\n  fence store signal={}\n",
+                     +kLVS, +kLFreeT);
+    t += fmt::format("  dma.st r4+X, r7+256, r9, 1, 1 wait={}\n  fence store signal={}\n", +kLArr, +kLFreeX);
+    // next iteration: the slot (xor, or R - r4), the weight tile, the strides, the rows
+    t += pick(0, 1) ? "  xor r4, r4, r5\n" : "  sub r4, r5, r4\n";
+    if (!two_tiles && pick(0, 1)) t += pick(0, 1) ? "  xor r11, r11, r12\n" : "  sub r11, r12, r11\n";
+    t += fmt::format("  addi r6, r6, {}\n  addi r9, r9, {}\n  addi r19, r19, 1\n  loop r2, inner\n  addi r6, r6, {}\n",
+                     dh, dk, dout);
+    switch (pick(0, 2)) {
+      case 0:
+        t += "  loop r1, outer\n";
+        break;
+      case 1:
+        t += "  addi r1, r1, -1\n  bne r1, r0, outer\n";
+        break;
+      default:
+        t += "  addi r1, r1, -1\n  blt r0, r1, outer\n";
+        break;
+    }
+    t += "  halt\n";
+    return t;
+  }
+};
+
+class ChipLoopRandom : public ::testing::TestWithParam<double> {};
+
+TEST_P(ChipLoopRandom, LoopNestsMatchTheInterpreter) {
+  if (tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm && GetParam() > 0.0)
+    GTEST_SKIP() << "memory stalls are the memory model's; on HBM the DRAM timing varies the latency";
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 6; ++trial) {
+    Both both(stimulus(seed + trial, GetParam()));
+    both.write(0, random_words(rng, 4100 * preset().mxu.n));
+    auto c = random_words(rng, 64 * preset().mxu.n);
+    for (auto& x : c) x = rng() % 2 ? x : 0u;
+    both.write(LoopGen::kConstBeat, c);
+    LoopGen gen(preset(), rng);
+    const std::string text = gen.program();
+    const auto prog = assemble(text);
+    both.run(prog);
+    const std::string what =
+        fmt::format("trial {} ({} x {} iterations, {} instructions)", trial, gen.outer, gen.inner, prog.code.size());
+    both.expect_same(LoopGen::kOutBase + gen.iterations() * LoopGen::kOutStride, what);
+    // Not vacuous: every iteration ran, with its rows, on both.
+    namespace ctr = tp::tb::ctr;
+    const uint64_t row_bytes = 4ull * preset().mxu.n;
+    EXPECT_EQ(both.gold.reg(19), gen.iterations()) << what;
+    EXPECT_GT(both.rtl.counter(ctr::kInstrs), prog.code.size()) << what << ": the loop ran once at most";
+    EXPECT_EQ(both.rtl.counter(ctr::kBytesStored), 3 * gen.rows * row_bytes) << what;
+    EXPECT_EQ(both.rtl.counter(ctr::kBytesLoaded), (gen.R + 2 * preset().mxu.n + gen.rows) * row_bytes) << what;
+    EXPECT_EQ(both.rtl.counter(ctr::kMxuRows), (gen.two_tiles ? 2 : 1) * gen.rows) << what;
+    EXPECT_EQ(both.rtl.counter(ctr::kInstrs), both.gold.stats().instructions) << what;
+    if (HasFailure()) {
+      ADD_FAILURE() << "program:\n" << text;
+      return;
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Stalls, ChipLoopRandom, ::testing::Values(0.0, 0.3),
+                         [](const auto& p) { return p.param == 0.0 ? std::string("none") : "memory"; });
+
+// Random scalar arithmetic, branches and short loops; then every register is written out, a
+// nibble at a time, as the HBM address of a store (16 beats per nibble, one marked), so the RTL's
+// registers are compared with the interpreter's through memory.
+TEST(ChipScalar, RandomArithmeticMatchesTheInterpreter) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  auto pick = [&](unsigned lo, unsigned hi) { return std::uniform_int_distribution<unsigned>(lo, hi)(rng); };
+  static constexpr uint32_t kEdges[] = {0u, 1u, 2u, 31u, 32u, 0x7fffffffu, 0x80000000u, 0xffffffffu, 0xfffffffeu};
+  auto value = [&]() -> int32_t {
+    return static_cast<int32_t>(pick(0, 1) ? kEdges[pick(0, std::size(kEdges) - 1)] : static_cast<uint32_t>(rng()));
+  };
+  constexpr unsigned kRegs = 15;  // r1 .. r15 are computed and compared; r16.. are the test's
+  constexpr uint64_t kDump = 1000;
+  for (int trial = 0; trial < 4; ++trial) {
+    Both both(stimulus(seed + trial));
+    both.write(0, random_words(rng, preset().mxu.n));
+    std::string t;
+    for (unsigned r = 1; r <= kRegs; ++r) t += fmt::format("  li r{}, {}\n", r, value());
+    static constexpr const char* kAlu[] = {"add", "sub", "and", "or", "xor", "sll", "srl", "slt", "sltu"};
+    static constexpr const char* kBranch[] = {"beq", "bne", "blt", "bge"};
+    unsigned labels = 0;
+    auto reg = [&] { return pick(0, 4) == 0 ? 0u : pick(1, kRegs); };
+    auto op = [&] {
+      switch (pick(0, 4)) {
+        case 0:
+          return fmt::format("  addi r{}, r{}, {}\n", reg(), reg(), value());
+        case 1:
+          return fmt::format("  {} r{}, r{}, {}\n", pick(0, 1) ? "slli" : "srli", reg(), reg(), pick(0, 31));
+        case 2:
+          return fmt::format("  li r{}, {}\n", reg(), value());
+        default:
+          return fmt::format("  {} r{}, r{}, r{}\n", kAlu[pick(0, std::size(kAlu) - 1)], reg(), reg(), reg());
+      }
+    };
+    for (unsigned i = 0; i < 80; ++i) {
+      const unsigned what = pick(0, 9);
+      if (what == 0) {  // a forward branch over 1 .. 3 instructions
+        const unsigned l = labels++;
+        t += fmt::format("  {} r{}, r{}, L{}\n", kBranch[pick(0, 3)], reg(), reg(), l);
+        for (unsigned k = pick(1, 3); k > 0; --k) t += op();
+        t += fmt::format("L{}:\n", l);
+      } else if (what == 1) {  // a short counted loop
+        const unsigned l = labels++;
+        t += fmt::format("  li r16, {}\nL{}:\n", pick(1, 5), l);
+        for (unsigned k = pick(1, 3); k > 0; --k) t += op();
+        t += fmt::format("  loop r16, L{}\n", l);
+      } else {
+        t += op();
+      }
+    }
+    // The dump: VMEM row 0 (random words) to beat kDump + 128 r + 16 k + nibble k of r.
+    t += "  dma.ld 0, 0, 1, 1, 1 signal=1\n  fence store wait=1\n  li r17, 15\n";
+    for (unsigned r = 1; r <= kRegs; ++r)
+      for (unsigned k = 0; k < 8; ++k)
+        t += fmt::format("  srli r18, r{}, {}\n  and r18, r18, r17\n  dma.st 0, r18+{}, 1, 1, 1\n", r, 4 * k,
+                         kDump + 128 * (r - 1) + 16 * k);
+    t += "  halt\n";
+    const auto prog = assemble(t);
+    both.run(prog);
+    const uint64_t beats = kDump + 128 * kRegs;
+    both.expect_same(beats, fmt::format("trial {}", trial));
+    // Not vacuous: the marks in the RTL's memory spell the interpreter's registers.
+    const unsigned n = preset().mxu.n;
+    const auto mem = both.rtl.read_mem(kDump, 128 * kRegs);
+    for (unsigned r = 1; r <= kRegs && !HasFailure(); ++r) {
+      uint32_t v = 0;
+      for (unsigned k = 0; k < 8; ++k)
+        for (unsigned nib = 0; nib < 16; ++nib)
+          if (mem[(128 * (r - 1) + 16 * k + nib) * std::size_t{n}] != 0) v |= nib << (4 * k);
+      EXPECT_EQ(v, both.gold.reg(r)) << "r" << r;
+    }
+    if (HasFailure()) {
+      ADD_FAILURE() << "program:\n" << t;
+      return;
+    }
+  }
+}
+
+// A taken branch costs no bubble: a loop of two scalar instructions takes 2 cycles an iteration,
+// and so does one with a unit instruction in it (a fence that only waits: it leaves its queue at
+// once). The cycles are deterministic, so they are pinned.
+TEST(ChipScalar, TakenBranchCostsNoBubble) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  for (const char* body : {"addi r2, r2, 1", "fence ici"}) {
+    uint64_t cycles[2] = {0, 0};
+    for (const unsigned count : {10u, 110u}) {
+      tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
+      rtl.load(assemble(fmt::format("li r1, {}\ntop: {}\nloop r1, top\nhalt\n", count, body)).code);
+      const auto r = rtl.run(100'000);
+      ASSERT_TRUE(r.done);
+      ASSERT_EQ(r.err, 0);
+      namespace c = tp::tb::ctr;
+      EXPECT_EQ(rtl.counter(c::kInstrs), 2 + 2ull * count) << body;
+      cycles[count == 110u] = rtl.counter(c::kCycles);
+      // li, 2 per iteration, halt, and the cycle that sees the queues drained.
+      EXPECT_EQ(rtl.counter(c::kCycles), 3 + 2ull * count) << body << ", count " << count;
+    }
+    EXPECT_EQ(cycles[1] - cycles[0], 200u) << body << ": 100 more iterations";
+  }
+}
+
+// A loop that never ends runs into the run's timeout, reported as timed out (not as an error),
+// on both backends through the driver: alone, and with a queue head that waits forever behind it
+// (no deadlock: the front end still runs).
+TEST(ChipScalar, EndlessLoopTimesOut) {
+  for (const char* text : {"top: beq r0, r0, top\nhalt\n",
+                           "dma.ld 0, 0, 1, 1, 1 signal=1\nvmov 8, 0, 1 wait=2\ntop: addi r1, r1, 1\n"
+                           "bne r1, r0, top\nhalt\n"}) {
+    for (const auto backend : {tp::driver::Backend::rtl, tp::driver::Backend::golden}) {
+      const std::string what = fmt::format("{} on {}", text, tp::driver::backend_label(backend));
+      auto chip = tp::driver::Chip::open(TP_PRESET, backend);  // a new chip: a timed-out one on HBM is done
+      chip->load(assemble(text));
+      const auto s = chip->run(20'000);
+      EXPECT_TRUE(s.timed_out) << what << ": " << tp::driver::describe(s);
+      EXPECT_FALSE(s.done) << what;
+      EXPECT_FALSE(s.ok()) << what;
+      EXPECT_EQ(tp::isa::err_name(s.err), "none") << what;
+      EXPECT_EQ(tp::driver::describe(s).rfind("timed out", 0), 0u) << what << ": " << tp::driver::describe(s);
+    }
+  }
+}
+
 // ---- bad programs: the same error code and PC on both backends, never a hang ----------------
 struct BadProgram {
   const char* name;
@@ -258,11 +568,11 @@ struct BadProgram {
 void PrintTo(const BadProgram& b, std::ostream* os) { *os << b.name; }
 
 // The preset's sizes as assembler constants V (VMEM rows), A (accumulator rows), H (HBM beats),
-// N (lanes) and LW (the first VMEM row a weight tile does not fit at).
+// N (lanes), LW (the first VMEM row a weight tile does not fit at) and Q (a quarter of V).
 std::string fill(const std::string& t) {
   const auto& p = preset();
-  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n", p.chip.vmem_rows, p.mxu.acc_rows,
-                     p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1) +
+  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n.set Q, {}\n", p.chip.vmem_rows,
+                     p.mxu.acc_rows, p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1, p.chip.vmem_rows / 4) +
          t;
 }
 
@@ -285,7 +595,7 @@ const BadProgram kBad[] = {
     {"zero_cols", Err::bad_field, 0, "dma.st 0, 0, 1, 0, 1\nhalt\n"},
     {"vmem_range_dma", Err::vmem_range, 0, "dma.ld V-4, 0, 2, 3, 3\nhalt\n"},
     {"hbm_range_dma", Err::hbm_range, 0, "dma.st 0, H-10, 2, 1, 10\nhalt\n"},
-    {"hbm_range_huge_stride", Err::hbm_range, 0, "dma.ld 0, 0, 3, 1, 0xffffffff\nhalt\n"},
+    {"hbm_range_huge_stride", Err::hbm_range, 0, "dma.ld 0, 0, 3, 1, 0xffffff\nhalt\n"},
     {"vmem_range_lw", Err::vmem_range, 0, "mxu.lw LW\nhalt\n"},
     {"acc_range_mm", Err::acc_range, 1, "mxu.lw 0\nmxu.mm 0, A-1, 2\nhalt\n"},
     {"acc_range_vec", Err::acc_range, 0, "vmov 0, A, 1, a_acc=1\nhalt\n"},
@@ -302,6 +612,54 @@ const BadProgram kBad[] = {
      "dma.ld 0, 0, 1, 1, 1 signal=3\nvmov 8, 0, 1 wait=3\nvmov 9, 0, 1 wait=3\nhalt\n"},
     // The store queue waits on the vector queue, which waits on the store queue.
     {"deadlock_cycle", Err::deadlock, 0, "vmov 8, 0, 1 wait=1 signal=2\ndma.st 8, 0, 1, 1, 1 wait=2 signal=1\nhalt\n"},
+    // The scalar unit's own checks (docs/chip.md): a branch out of the program, taken or not;
+    // semaphores, shift amounts and loop counters; a reserved bit.
+    {"branch_range_taken", Err::branch_range, 1, "li r1, 1\nbeq r1, r1, 3\nhalt\n"},
+    {"branch_range_not_taken", Err::branch_range, 1, "li r1, 1\nbne r1, r1, 3\nhalt\n"},
+    {"branch_range_loop", Err::branch_range, 2, "li r1, 2\nfence load\nloop r1, 4\nhalt\n"},
+    {"branch_range_far", Err::branch_range, 0, "blt r0, r0, 1048575\nhalt\n"},
+    {"scalar_wait", Err::bad_field, 1, "li r1, 1\naddi r1, r0, 1 wait=1\nhalt\n"},
+    {"scalar_signal", Err::bad_field, 0, "add r1, r2, r3 signal=15\nhalt\n"},
+    {"branch_signal_before_range", Err::bad_field, 0, "bne r0, r0, 100 signal=2\nhalt\n"},
+    {"shift_32", Err::bad_field, 0, "slli r1, r1, 32\nhalt\n"},
+    {"shift_negative", Err::bad_field, 0, "srli r1, r1, -1\nhalt\n"},
+    {"loop_r0", Err::bad_field, 1, "li r1, 3\nloop r0, 0\nhalt\n"},
+    {"scalar_reserved_bit", Err::bad_field, 0, ".word 0x8000, 0xa000000000000000\nhalt\n"},  // add, bit 15
+    // Register-computed fields, checked exactly (R + field in 64 bits): rows that do not fit the
+    // field, and addresses past the memory even where the truncated or wrapped value would fit.
+    {"reg_rows_too_big_dma", Err::bad_field, 1, "li r1, 65535\ndma.ld 0, 0, r1+1, 1, 1\nhalt\n"},
+    {"reg_rows_too_big_vec", Err::bad_field, 1, "li r1, 32768\nvmov 0, 8, r1\nhalt\n"},
+    {"reg_rows_too_big_mm", Err::bad_field, 2, "li r1, 65536\nmxu.lw 0\nmxu.mm 0, 0, r1\nhalt\n"},
+    {"reg_rows_too_big_ici", Err::bad_field, 1, "li r1, 65536\nici.send 0, 0, r1, 0, 0\nhalt\n"},
+    {"reg_rows_wrap", Err::bad_field, 1, "li r1, -1\nvmov 0, 8, r1+1\nhalt\n"},
+    {"reg_rows_zero", Err::bad_field, 0, "dma.st 0, 0, r1, 1, 1\nhalt\n"},
+    {"reg_rows_past_vmem", Err::vmem_range, 1, "li r1, 65535\ndma.ld 0, 0, r1, 1, 1\nhalt\n"},
+    {"reg_vmem_range_dma", Err::vmem_range, 1, "li r1, V-4\ndma.ld r1+2, 0, 3, 1, 1\nhalt\n"},
+    {"reg_vmem_range_lw_truncated", Err::vmem_range, 1, "li r1, 0x8000\nmxu.lw r1\nhalt\n"},
+    {"reg_vmem_range_lw_wrapped", Err::vmem_range, 1, "li r1, -32767\nmxu.lw r1+0x7fff\nhalt\n"},
+    {"reg_vmem_range_vec_dst", Err::vmem_range, 1, "li r1, 0x10000\nvmov r1, 8, 1\nhalt\n"},
+    {"reg_vmem_range_vec_a", Err::vmem_range, 1, "li r1, V\nvmov 0, r1, 1\nhalt\n"},
+    {"reg_vmem_range_vec_b", Err::vmem_range, 1, "li r1, V\nvadd 0, 8, 1, b=r1\nhalt\n"},
+    {"reg_vmem_range_ici_vaddr", Err::vmem_range, 1, "li r1, V\nici.send r1, 0, 1, 0, 0\nhalt\n"},
+    {"reg_vmem_range_ici_raddr", Err::vmem_range, 1, "li r1, 0x8000\nici.send 0, r1, 1, 0, 0\nhalt\n"},
+    {"reg_hbm_range", Err::hbm_range, 1, "li r1, H\ndma.st 0, r1, 1, 1, 1\nhalt\n"},
+    {"reg_hbm_range_truncated", Err::hbm_range, 1, "li r1, 0x10000000\ndma.ld 0, r1, 1, 1, 1\nhalt\n"},
+    {"reg_acc_range_mm", Err::acc_range, 2, "li r1, A\nmxu.lw 0\nmxu.mm 0, r1, 1\nhalt\n"},
+    {"reg_acc_range_mm_truncated", Err::acc_range, 2, "li r1, 0x8000\nmxu.lw 0\nmxu.mm 0, r1, 1\nhalt\n"},
+    {"reg_acc_range_vec", Err::acc_range, 1, "li r1, A-1\nvmov 0, r1, 2, a_acc=1\nhalt\n"},
+    {"reg_overlap", Err::overlap, 1, "li r1, 2\nvadd r1+8, 8, 4, b=20\nhalt\n"},
+    // In a loop: the weight address grows by a quarter of VMEM an iteration until it runs out.
+    {"reg_vmem_range_in_a_loop", Err::vmem_range, 1,
+     "li r2, 100\ntop: mxu.lw r1\nmxu.mm 0, 0, 1\naddi r1, r1, Q\nloop r2, top\nhalt\n"},
+    {"no_halt_after_a_loop", Err::no_halt, 3, "li r1, 3\ntop: addi r2, r2, 1\nloop r1, top\n"},
+    // An error the ICI unit finds when the send starts, while the front end loops: the units run
+    // meanwhile, on both backends (an endless loop does not hide it, nor does a later bad word).
+    {"ici_slice_during_an_endless_loop", Err::ici_slice, 0,
+     "ici.send 0, 0, 1, 5, 0, abs=1\ntop: beq r0, r0, top\nhalt\n"},
+    {"ici_slice_during_a_loop", Err::ici_slice, 1,
+     "li r1, 50\nici.send 0, 0, 1, 0, 7, abs=1\ntop: loop r1, top\n.word 0, 0xfc00000000000000\nhalt\n"},
+    {"deadlock_after_a_loop", Err::deadlock, 3,
+     "li r1, 5\ntop: loop r1, top\ndma.ld 0, 0, 1, 1, 1 signal=1\nvmov 8, 0, 1 wait=2\nhalt\n"},
 };
 INSTANTIATE_TEST_SUITE_P(Bad, ChipErrors, ::testing::ValuesIn(kBad),
                          [](const auto& p) { return std::string(p.param.name); });
@@ -408,35 +766,91 @@ void expect_pass(const tp::driver::MatmulRun& run) {
                                                : "");
 }
 
-TEST(ChipMatmul, EdgeShapes) {
+// Both forms of the compiler's program (the loop nest and the unrolled one) on the edge shapes,
+// random shapes and the MLP. The loop nest computes its addresses and row counts in scalar
+// registers, so these are the RTL's register fields and branches under real programs.
+class ChipMatmul : public ::testing::TestWithParam<tp::compiler::Form> {};
+
+TEST_P(ChipMatmul, EdgeShapes) {
   auto chip = rtl_chip();
   uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
   for (const auto& s : tp::tb::edge_shapes(chip->lanes())) {
-    const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, seed++);
+    const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu, GetParam()}, seed++);
     expect_pass(run);
+    EXPECT_EQ(run.form, GetParam());
     EXPECT_EQ(run.mxu_rows, uint64_t{s.m} * ((s.k + chip->lanes() - 1) / chip->lanes()) *
                                 ((s.n + chip->lanes() - 1) / chip->lanes()));
   }
 }
 
-TEST(ChipMatmul, RandomShapes) {
+TEST_P(ChipMatmul, RandomShapes) {
   auto chip = rtl_chip();
   const uint32_t n = chip->lanes();
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 8; ++i) {
-    const tp::driver::MatmulSpec s{static_cast<uint32_t>(1 + rng() % 200), static_cast<uint32_t>(1 + rng() % (5 * n)),
-                                   static_cast<uint32_t>(1 + rng() % (3 * n)), rng() % 2 == 0, rng() % 2 == 0};
+    const tp::driver::MatmulSpec s{static_cast<uint32_t>(1 + rng() % 200),
+                                   static_cast<uint32_t>(1 + rng() % (5 * n)),
+                                   static_cast<uint32_t>(1 + rng() % (3 * n)),
+                                   rng() % 2 == 0,
+                                   rng() % 2 == 0,
+                                   GetParam()};
     expect_pass(tp::driver::run_matmul(*chip, s, rng()));
   }
 }
 
-TEST(ChipMatmul, Mlp) {
+TEST_P(ChipMatmul, Mlp) {
   auto chip = rtl_chip();
   const uint32_t n = chip->lanes();
   uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
-  expect_pass(tp::driver::run_mlp(*chip, {2 * n + 3, 2 * n + 1, n + 5, n - 1}, seed++));
-  expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2}, seed++));
+  expect_pass(tp::driver::run_mlp(*chip, {1, 1, 1, 1, GetParam()}, seed++));
+  expect_pass(tp::driver::run_mlp(*chip, {2 * n + 3, 2 * n + 1, n + 5, n - 1, GetParam()}, seed++));
+  expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2, GetParam()}, seed++));
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, ChipMatmul, ::testing::Values(tp::compiler::Form::loops, tp::compiler::Form::unrolled),
+                         [](const ::testing::TestParamInfo<tp::compiler::Form>& param) {
+                           return std::string(tp::compiler::form_name(param.param));
+                         });
+
+// On the RTL, where the loop nest's front end is light (the compiler's estimate below automatic's
+// bound) and both forms fit, the loops cost at most 1% more cycles than the unrolled program over
+// the shapes together: the scalar unit keeps the MXU fed. Each shape alone within 3%: on HBM
+// (tiny) a few cycles' shift moves refreshes and row hits, which moves either form by a few
+// percent. Fixed shapes of several blocks, column and K tiles.
+TEST(ChipMatmulLoops, CyclesWithinOnePercentOfUnrolled) {
+  auto chip = rtl_chip();
+  const tp::Preset& p = chip->preset();
+  const uint32_t n = chip->lanes();
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  int compared = 0;
+  double loops_total = 0, unrolled_total = 0;
+  for (const auto& [m, k, nn] :
+       {std::tuple{8 * n, 4 * n, 2 * n}, std::tuple{6 * n + 5, 3 * n + 1, 3 * n}, std::tuple{4 * n, 8 * n, n + 1},
+        std::tuple{12 * n, 5 * n, 2 * n - 3}, std::tuple{8 * n, 8 * n, 8 * n}, std::tuple{16 * n, 8 * n, 4 * n}}) {
+    tp::compiler::MatmulLayer l;
+    l.m = m;
+    l.k = k;
+    l.n = nn;
+    l.a = {0, m, k};
+    l.w = {tp::compiler::padded_beats(p, m, k), k, nn};
+    l.c = {l.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, k), nn), m, nn};
+    const auto info = tp::compiler::compile_info(p, {l});
+    if (info.unrolled_instructions == 0 || info.front_per_mxu >= 0.6) continue;
+    ++compared;
+    const auto a = tp::driver::run_matmul(*chip, {m, k, nn, false, false, tp::compiler::Form::loops}, seed);
+    const auto b = tp::driver::run_matmul(*chip, {m, k, nn, false, false, tp::compiler::Form::unrolled}, seed++);
+    expect_pass(a);
+    expect_pass(b);
+    EXPECT_EQ(a.output, b.output);
+    EXPECT_LE(double(a.cycles), 1.03 * double(b.cycles))
+        << a.what << ": loops " << a.cycles << " cycles (" << a.instructions << " instructions), unrolled " << b.cycles
+        << " (" << b.instructions << ")";
+    loops_total += double(a.cycles);
+    unrolled_total += double(b.cycles);
+  }
+  EXPECT_GE(compared, 3);
+  EXPECT_LE(loops_total, 1.01 * unrolled_total) << "loops " << loops_total << " cycles, unrolled " << unrolled_total;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -57,28 +58,40 @@ MatmulLayer layer_at(const tp::Preset& p, uint32_t m, uint32_t k, uint32_t n, bo
 
 using tp::tb::Shape;
 
-class GoldenMatmul : public ::testing::TestWithParam<std::string> {};
+using tp::compiler::Form;
+
+// Every golden matmul test runs on each preset in both forms of the program: the loop nest and
+// the unrolled one (automatic picks between them; the tests force each).
+struct FormCase {
+  std::string preset;
+  Form form;
+};
+
+class GoldenMatmul : public ::testing::TestWithParam<FormCase> {};
 
 // Fixed shapes that hit the edges of the tiling: 1x1x1, sizes off multiples of n, several K and N
 // tiles, and M larger than one block (the odd preset's 100 accumulator rows give blocks of at most
 // 50 rows).
 TEST_P(GoldenMatmul, FixedShapes) {
-  const std::string preset = GetParam();
+  const std::string preset = GetParam().preset;
+  const Form form = GetParam().form;
   auto chip = golden(preset);
   const uint32_t n = chip->lanes();
   const std::vector<Shape> shapes = tp::tb::edge_shapes(n);
 
   uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
   for (const auto& s : shapes) {
-    const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, seed++);
+    const auto run = tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu, form}, seed++);
     expect_pass(run, preset);
+    EXPECT_EQ(run.form, form);
     EXPECT_GT(run.mxu_rows, 0u);
   }
   EXPECT_EQ(chip->allocated(), 0u) << "run_matmul releases its HBM";
 }
 
 TEST_P(GoldenMatmul, RandomShapes) {
-  const std::string preset = GetParam();
+  const std::string preset = GetParam().preset;
+  const Form form = GetParam().form;
   auto chip = golden(preset);
   const uint32_t n = chip->lanes();
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
@@ -86,22 +99,120 @@ TEST_P(GoldenMatmul, RandomShapes) {
   for (int i = 0; i < 12; ++i) {
     const Shape s{static_cast<uint32_t>(1 + rng() % 150), static_cast<uint32_t>(1 + rng() % (4 * n)),
                   static_cast<uint32_t>(1 + rng() % (3 * n)), rng() % 2 == 0, rng() % 2 == 0};
-    expect_pass(tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu}, rng()), preset);
+    expect_pass(tp::driver::run_matmul(*chip, {s.m, s.k, s.n, s.bias, s.relu, form}, rng()), preset);
   }
 }
 
 TEST_P(GoldenMatmul, Mlp) {
-  const std::string preset = GetParam();
+  const std::string preset = GetParam().preset;
+  const Form form = GetParam().form;
   auto chip = golden(preset);
   const uint32_t n = chip->lanes();
   uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
-  expect_pass(tp::driver::run_mlp(*chip, {1, 1, 1, 1}, seed++), preset);
-  expect_pass(tp::driver::run_mlp(*chip, {n + 3, 2 * n + 1, n + 5, n - 1}, seed++), preset);
-  expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2}, seed++), preset);
+  expect_pass(tp::driver::run_mlp(*chip, {1, 1, 1, 1, form}, seed++), preset);
+  expect_pass(tp::driver::run_mlp(*chip, {n + 3, 2 * n + 1, n + 5, n - 1, form}, seed++), preset);
+  expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2, form}, seed++), preset);
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, GoldenMatmul, ::testing::Values("tiny", "odd", "small"),
-                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+INSTANTIATE_TEST_SUITE_P(Presets, GoldenMatmul,
+                         ::testing::Values(FormCase{"tiny", Form::loops}, FormCase{"odd", Form::loops},
+                                           FormCase{"small", Form::loops}, FormCase{"tiny", Form::unrolled},
+                                           FormCase{"odd", Form::unrolled}, FormCase{"small", Form::unrolled}),
+                         [](const ::testing::TestParamInfo<FormCase>& param) {
+                           return param.param.preset + "_" + std::string(tp::compiler::form_name(param.param.form));
+                         });
+
+// The loop nest's size does not grow with the shapes: the two targets (58,223 and 29,117
+// instructions unrolled) and a 16x larger M give programs of at most 300 instructions, and M, K
+// and N past a few tiles do not change it.
+TEST(Compiler, LoopProgramSizeIsIndependentOfTheShape) {
+  const tp::Preset small = tp::load_preset("small"), tiny = tp::load_preset("tiny");
+  const auto big = tp::compiler::compile_info(small, {layer_at(small, 1024, 1024, 1024)});
+  EXPECT_EQ(big.form, Form::loops);
+  EXPECT_EQ(big.unrolled_instructions, 0u) << "58,223 instructions do not fit 8192";
+  EXPECT_LE(big.instructions, 300u);
+  const auto t = tp::compiler::compile_info(tiny, {layer_at(tiny, 256, 256, 256)});
+  EXPECT_EQ(t.form, Form::loops);
+  EXPECT_LE(t.instructions, 300u);
+  const auto tall = tp::compiler::compile_info(small, {layer_at(small, 3072, 1024, 1024)});
+  EXPECT_EQ(tall.instructions, big.instructions);
+  const auto deep = tp::compiler::compile_info(small, {layer_at(small, 1024, 2048, 1024)});
+  EXPECT_EQ(deep.instructions, big.instructions);
+  // The unrolled form of the big layer is refused with its size.
+  try {
+    (void)tp::compiler::compile(small, {layer_at(small, 1024, 1024, 1024)}, {.form = Form::unrolled});
+    ADD_FAILURE() << "no CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("58223 instructions (unrolled)"), std::string::npos) << e.what();
+  }
+}
+
+// The two targets run as loops, bit-exact with the host reference, on the golden backend
+// (chip_bench runs them on the RTL).
+TEST(Compiler, LoopTargetsRunBitExact) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  for (const auto& [preset, size] : {std::pair<std::string, uint32_t>{"tiny", 256}, {"small", 1024}}) {
+    auto chip = golden(preset);
+    const auto run = tp::driver::run_matmul(*chip, {size, size, size, false, false, Form::loops}, seed);
+    expect_pass(run, preset);
+    EXPECT_LE(run.instructions, 300u);
+  }
+}
+
+// automatic: the unrolled program where it fits and is shorter (a small layer) or where the loop
+// nest's front end would be slower than the MXU (one K-tile, many column tiles, few rows), the
+// loops otherwise.
+TEST(Compiler, AutomaticForm) {
+  const tp::Preset p = tp::load_preset("tiny");
+  const auto small = tp::compiler::compile_info(p, {layer_at(p, 8, 8, 8)});
+  EXPECT_EQ(small.form, Form::unrolled);
+  EXPECT_LT(small.unrolled_instructions, small.looped_instructions);
+  const auto frontbound = tp::compiler::compile_info(p, {layer_at(p, 3, 8, 400)});
+  EXPECT_EQ(frontbound.form, Form::unrolled);
+  EXPECT_GT(frontbound.unrolled_instructions, frontbound.looped_instructions);
+  EXPECT_GT(frontbound.front_per_mxu, 1.0);
+  const tp::Preset sp = tp::load_preset("small");
+  const auto mid = tp::compiler::compile_info(sp, {layer_at(sp, 256, 256, 256)});
+  EXPECT_EQ(mid.form, Form::loops);
+  EXPECT_LT(mid.front_per_mxu, 0.6);
+  EXPECT_EQ(mid.instructions, mid.looped_instructions);
+}
+
+// Where the loop nest's front end is light (front_per_mxu under automatic's bound) and the
+// unrolled form fits too, the loops cost at most 1% more cycles on the golden timing estimate (in
+// which the front end runs one instruction per cycle; the RTL's figures are in chip_bench).
+// Random shapes at every preset, bit-exact both ways.
+TEST(Compiler, LoopsKeepTheMxuFedOnTheGoldenEstimate) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  std::mt19937_64 rng(seed);
+  int compared = 0;
+  for (const std::string preset : {"tiny", "odd", "small"}) {
+    auto chip = golden(preset);
+    const uint32_t n = chip->lanes();
+    for (int i = 0, here = 0; i < 60 && here < 6; ++i) {
+      const tp::driver::MatmulSpec s{static_cast<uint32_t>(4 * n + rng() % (12 * n)),
+                                     static_cast<uint32_t>(n + rng() % (6 * n)),
+                                     static_cast<uint32_t>(1 + rng() % (4 * n)), rng() % 2 == 0, rng() % 2 == 0};
+      const tp::Preset& p = chip->preset();
+      const auto info = tp::compiler::compile_info(p, {layer_at(p, s.m, s.k, s.n, s.bias)});
+      if (info.front_per_mxu >= 0.6 || info.unrolled_instructions == 0) continue;
+      ++compared;
+      ++here;
+      auto loops = s, unrolled = s;
+      loops.form = Form::loops;
+      unrolled.form = Form::unrolled;
+      const uint64_t run_seed = rng();
+      const auto a = tp::driver::run_matmul(*chip, loops, run_seed);
+      const auto b = tp::driver::run_matmul(*chip, unrolled, run_seed);
+      SCOPED_TRACE(fmt::format("{} on {} (test seed {})", a.what, preset, seed));
+      expect_pass(a, preset);
+      expect_pass(b, preset);
+      EXPECT_EQ(a.output, b.output);
+      EXPECT_LE(static_cast<double>(a.cycles), 1.01 * static_cast<double>(b.cycles));
+    }
+  }
+  EXPECT_GE(compared, 12) << "too few shapes where both forms fit and the loops are light";
+}
 
 // The program order keeps every wait covered by earlier signals, so no queue depth can deadlock
 // it; the queue depth is not part of the preset fingerprint, so the same program runs on each.
@@ -113,8 +224,10 @@ TEST(Compiler, NoDeadlockAtAnyQueueDepth) {
     auto chip = tp::driver::make_golden_chip(p);
     const uint32_t n = p.mxu.n;
     const uint64_t seed = base + 2 * depth;
-    expect_pass(tp::driver::run_matmul(*chip, {130, 3 * n + 1, 2 * n + 1, true, true}, seed), "odd");
-    expect_pass(tp::driver::run_mlp(*chip, {101, n + 1, 2 * n, 3}, seed + 1), "odd");
+    for (const Form form : {Form::loops, Form::unrolled}) {
+      expect_pass(tp::driver::run_matmul(*chip, {130, 3 * n + 1, 2 * n + 1, true, true, form}, seed), "odd");
+      expect_pass(tp::driver::run_mlp(*chip, {101, n + 1, 2 * n, 3, form}, seed + 1), "odd");
+    }
   }
 }
 
@@ -130,13 +243,18 @@ TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
     l2.w.beat = l2.c.beat = layers[0].c.beat + tp::compiler::padded_beats(p, 70, layers[0].n);
     l2.c.beat = l2.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, l2.k), l2.n);
     layers.push_back(l2);
-    const auto prog = tp::compiler::compile(p, layers);
-    const std::string text = tp::compiler::compile_asm(p, layers);
-    const auto again = tp::isa::assemble(text, "compile_asm", p);
-    EXPECT_EQ(again.preset, prog.preset);
-    EXPECT_EQ(again.fingerprint, prog.fingerprint);
-    EXPECT_EQ(again.code, prog.code) << text;
-    EXPECT_NO_THROW(tp::isa::check_preset(prog, p));
+    for (const Form form : {Form::loops, Form::unrolled}) {
+      const auto prog = tp::compiler::compile(p, layers, {.form = form});
+      const std::string text = tp::compiler::compile_asm(p, layers, {.form = form});
+      const auto again = tp::isa::assemble(text, "compile_asm", p);
+      EXPECT_EQ(again.preset, prog.preset);
+      EXPECT_EQ(again.fingerprint, prog.fingerprint);
+      EXPECT_EQ(again.code, prog.code) << text;
+      EXPECT_NO_THROW(tp::isa::check_preset(prog, p));
+      if (form == Form::loops) {
+        EXPECT_NE(text.find("loop r1, "), std::string::npos) << "labels as branch targets";
+      }
+    }
   }
 }
 
@@ -192,8 +310,14 @@ TEST(Compiler, Errors) {
   expect_error({l}, "past the end of HBM");
   // 500 K-tiles: two A buffers need 1000 rows for a single M row.
   expect_error({layer_at(p, 1, 6000, 4)}, "does not fit preset 'odd'");
-  // Many tiles: more instructions than the 3000-word instruction memory.
-  expect_error({layer_at(p, 100, 12 * 20, 12 * 20)}, "imem_words");
+  // Many tiles, unrolled: more instructions than the 3000-word instruction memory (the loops fit).
+  try {
+    (void)tp::compiler::compile(p, {layer_at(p, 100, 12 * 20, 12 * 20)}, {.form = Form::unrolled});
+    ADD_FAILURE() << "no CompileError for the unrolled form";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("imem_words"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW((void)tp::compiler::compile(p, {layer_at(p, 100, 12 * 20, 12 * 20)}));
 }
 
 TEST(Compiler, PackUnpack) {
