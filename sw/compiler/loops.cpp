@@ -298,15 +298,20 @@ class LoopBuilder {
       mv(rAh, rAblk);
       mv(rAr, rRows);
     }
-    Instr a = dma(Op::dma_ld, 0, 0, 0, 1, kb_, kAFree, kAFull);
+    stream_load(kAFree, "A K-tile 0 of the stream's block");
+    li(rAL, static_cast<int64_t>(kb_ - 1));
+    label(no_open);
+  }
+
+  // The A stream's next K-tile (rows rAr from beat rAh to VMEM row rAvS), then its registers on.
+  void stream_load(unsigned wait, std::string text) {
+    Instr a = dma(Op::dma_ld, 0, 0, 0, 1, kb_, wait, kAFull);
     a.f.vaddr_r = rAvS;
     a.f.haddr_r = rAh;
     a.f.rows_r = rAr;
-    emit(a, "A K-tile 0 of the stream's block");
+    emit(a, std::move(text));
     addi(rAvS, rAvS, static_cast<int64_t>(tm_));
     addi(rAh, rAh, 1);
-    li(rAL, static_cast<int64_t>(kb_ - 1));
-    label(no_open);
   }
 
   // The loads after one tile's compute: its weight tile D ahead (part 1: this pass's, part 2: the
@@ -327,13 +332,7 @@ class LoopBuilder {
     if (!stream) return;
     const std::string none = fresh("noa");
     branch(Op::beq, rAL, 0, none);
-    Instr a = dma(Op::dma_ld, 0, 0, 0, 1, kb_, 0, kAFull);
-    a.f.vaddr_r = rAvS;
-    a.f.haddr_r = rAh;
-    a.f.rows_r = rAr;
-    emit(a, "A stream: next K-tile");
-    addi(rAvS, rAvS, static_cast<int64_t>(tm_));
-    addi(rAh, rAh, 1);
+    stream_load(0, "A stream: next K-tile");
     addi(rAL, rAL, -1);
     label(none);
   }

@@ -222,6 +222,15 @@ struct Gen {
   }
 };
 
+// The random programs' memory: random words from beat 0, and at const_beat 64 beats of
+// constants, half of them zero.
+void random_memory(Both& both, std::mt19937_64& rng, uint64_t const_beat) {
+  both.write(0, random_words(rng, 4100 * preset().mxu.n));
+  auto c = random_words(rng, 64 * preset().mxu.n);
+  for (auto& x : c) x = rng() % 2 ? x : 0u;
+  both.write(const_beat, c);
+}
+
 class ChipRandom : public ::testing::TestWithParam<double> {};
 
 TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
@@ -231,10 +240,7 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 6; ++trial) {
     Both both(stimulus(seed + trial, GetParam()));
-    both.write(0, random_words(rng, 4100 * preset().mxu.n));
-    auto c = random_words(rng, 64 * preset().mxu.n);
-    for (auto& x : c) x = rng() % 2 ? x : 0u;
-    both.write(Gen::kConstBeat, c);
+    random_memory(both, rng, Gen::kConstBeat);
     Gen gen(preset(), rng);
     const unsigned iters = gen.pick(1, 8);
     const auto prog = gen.program(iters);
@@ -407,10 +413,7 @@ TEST_P(ChipLoopRandom, LoopNestsMatchTheInterpreter) {
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 6; ++trial) {
     Both both(stimulus(seed + trial, GetParam()));
-    both.write(0, random_words(rng, 4100 * preset().mxu.n));
-    auto c = random_words(rng, 64 * preset().mxu.n);
-    for (auto& x : c) x = rng() % 2 ? x : 0u;
-    both.write(LoopGen::kConstBeat, c);
+    random_memory(both, rng, LoopGen::kConstBeat);
     LoopGen gen(preset(), rng);
     const std::string text = gen.program();
     const auto prog = assemble(text);
