@@ -2,8 +2,9 @@
 //
 // Requests (one burst each) wait in a queue; each cycle the scheduler issues at most one DRAM
 // command, FR-FCFS: among requests allowed to go (the oldest of their ID, in the current
-// read/write mode), the oldest row hit whose column command is legal now, else the oldest
-// request, which opens its row (precharge, activate). A request that waited StarveLimit cycles
+// read/write mode), the oldest row hit whose column command is legal now, else a precharge or
+// activate for the oldest bank owner (each bank's oldest request needing another row; the
+// current mode's first) whose command is legal now, so rows open in many banks at once. A request that waited StarveLimit cycles
 // blocks the hits that would pass it. Writes collect until HiWm and drain down to LoWm; reads go
 // first otherwise. Refresh is all-bank, every tREFI, postponed while work is pending but never
 // more than MaxPostpone times. Every timing rule is tracked as the earliest cycle a command may
@@ -147,6 +148,7 @@ module tp_hbm_ctrl
   logic refreshing;  // closing banks for a refresh: no new activates or column commands
 
   logic [QD-1:0] eligible, hit, can_col, older_same_id;
+  logic [QD-1:0] mode_ok;  // the request's kind may go in the current read/write mode
   logic          any_open, all_closed_long;
   always_comb begin
     nwrites = '0;
@@ -206,9 +208,8 @@ module tp_hbm_ctrl
     end
     for (int i = 0; i < QD; i++) begin
       // In write mode writes go (reads too if no write can); in read mode reads (writes if none).
-      logic mode_ok;
-      mode_ok = wmode_q ? (q_q[i].write || !any_wr) : (!q_q[i].write || !any_rd);
-      eligible[i] = q_q[i].valid && !older_same_id[i] && mode_ok;
+      mode_ok[i] = wmode_q ? (q_q[i].write || !any_wr) : (!q_q[i].write || !any_rd);
+      eligible[i] = q_q[i].valid && !older_same_id[i] && mode_ok[i];
       hit[i] = eligible[i] && b_open_q[q_q[i].bank] && (b_row_q[q_q[i].bank] == q_q[i].row);
       if (q_q[i].write)
         can_col[i] = hit[i] && (now_q >= b_col_q[q_q[i].bank]) && (now_q >= col_q) &&
@@ -220,18 +221,61 @@ module tp_hbm_ctrl
     end
   end
 
-  // Pick: the oldest issuable hit; in a cycle without one, prepare the row of the oldest queued
-  // request that needs it (activate a closed bank, or precharge an open row no queued request
-  // wants), so that banks open in parallel with the data of other banks.
+  // Pick: the oldest issuable hit; in a cycle without one, prepare a row: of the requests that
+  // need their row opened, each bank's oldest owns the bank, and the oldest owner whose command
+  // (a precharge, if no request that may go wants the open row, or an activate) is legal now gets
+  // it. So rows open in as many banks as tRRD, tFAW and the command bus allow while other banks
+  // stream, instead of one row at a time behind the oldest request's tRP and tRCD.
   logic          pick_col, pick_any, pick_prep;
   logic [QW-1:0] col_idx, old_idx, prep_idx;
   logic          starving;
-  logic [QD-1:0] wants_open;  // some queued request hits the row open in entry i's bank
+  logic [QD-1:0] wants_open;  // a request not held by its order hits the row open in entry i's bank
+  logic [QD-1:0] held_by_bank;  // entry j waits behind an older request (its ID, its address) on its bank
+  logic [NB-1:0] cur_need;      // a request of the current mode needs bank b's row changed
+  logic [QD-1:0] needs_prep;  // entry i's row is not open and it may prepare its bank
+  logic [QD-1:0] prep_ok;     // ... and its command is legal now
+  logic          act_ok_ch;   // channel-wide activate timing (tRRD_S, tFAW, refresh)
   always_comb begin
+    act_ok_ch = now_q >= act_q && now_q >= faw_q[0] && now_q >= ref_ok_q;
+    for (int j = 0; j < QD; j++) begin
+      held_by_bank[j] = 1'b0;
+      for (int k = 0; k < QD; k++)
+        if (k != j && q_q[k].valid && q_q[j].valid && q_q[k].bank == q_q[j].bank &&
+            (q_q[k].id == q_q[j].id || (q_q[k].row == q_q[j].row && q_q[k].col == q_q[j].col)) &&
+            (q_q[k].arrived < q_q[j].arrived || (q_q[k].arrived == q_q[j].arrived && k < j)))
+          held_by_bank[j] = 1'b1;
+    end
     for (int i = 0; i < QD; i++) begin
+      // The current mode's requests come first: they ignore the other kind's hits, and the
+      // other kind opens rows only in banks that no request of the current mode needs (so the
+      // rows for the next mode are ready when it comes, without taking banks from this one). A
+      // hit that waits behind an older request of its ID (or address) on the same bank does not
+      // keep the row open: that older request needs this bank, so the precharge goes instead of
+      // both waiting for the starvation limit.
       wants_open[i] = 1'b0;
       for (int j = 0; j < QD; j++)
-        if (q_q[j].valid && q_q[j].bank == q_q[i].bank && q_q[j].row == b_row_q[q_q[i].bank]) wants_open[i] = 1'b1;
+        if (q_q[j].valid && (mode_ok[j] || !mode_ok[i]) && !held_by_bank[j] && q_q[j].bank == q_q[i].bank &&
+            q_q[j].row == b_row_q[q_q[i].bank])
+          wants_open[i] = 1'b1;
+    end
+    cur_need = '0;
+    for (int i = 0; i < QD; i++)
+      if (q_q[i].valid && mode_ok[i] && !(b_open_q[q_q[i].bank] && b_row_q[q_q[i].bank] == q_q[i].row))
+        cur_need[q_q[i].bank] = 1'b1;
+    for (int i = 0; i < QD; i++) begin
+      logic owner;
+      owner = q_q[i].valid && !(b_open_q[q_q[i].bank] && b_row_q[q_q[i].bank] == q_q[i].row) &&
+              (mode_ok[i] || !cur_need[q_q[i].bank]);
+      for (int j = 0; j < QD; j++)
+        if (j != i && q_q[j].valid && (mode_ok[j] || !mode_ok[i]) && q_q[j].bank == q_q[i].bank &&
+            !(b_open_q[q_q[j].bank] && b_row_q[q_q[j].bank] == q_q[j].row) &&
+            (q_q[j].arrived < q_q[i].arrived || (q_q[j].arrived == q_q[i].arrived && j < i)))
+          owner = 1'b0;  // an older request (of the current mode first) needs this bank's row changed
+      needs_prep[i] = owner && (!b_open_q[q_q[i].bank] || !wants_open[i]);
+      prep_ok[i] = needs_prep[i] &&
+                   (b_open_q[q_q[i].bank] ? (now_q >= b_pre_q[q_q[i].bank])
+                                          : (act_ok_ch && now_q >= b_act_q[q_q[i].bank] &&
+                                             now_q >= g_act_q[group_of(q_q[i].bank)]));
     end
     pick_col  = 1'b0;
     col_idx   = '0;
@@ -250,9 +294,8 @@ module tp_hbm_ctrl
       end
       // Opening a row for a request that may not be served yet is safe (ordering only matters
       // for column commands, which produce the responses), and it is what hides tRP and tRCD.
-      if (q_q[i].valid && !(b_open_q[q_q[i].bank] && b_row_q[q_q[i].bank] == q_q[i].row) &&
-          (!b_open_q[q_q[i].bank] || !wants_open[i]) &&
-          (!pick_prep || q_q[i].arrived < q_q[prep_idx].arrived)) begin
+      if (prep_ok[i] && (!pick_prep || (mode_ok[i] && !mode_ok[prep_idx]) ||
+                         (mode_ok[i] == mode_ok[prep_idx] && q_q[i].arrived < q_q[prep_idx].arrived))) begin
         pick_prep = 1'b1;
         prep_idx  = QW'(i);
       end

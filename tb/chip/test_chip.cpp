@@ -818,9 +818,10 @@ INSTANTIATE_TEST_SUITE_P(Forms, ChipMatmul, ::testing::Values(tp::compiler::Form
 
 // On the RTL, where the loop nest's front end is light (the compiler's estimate below automatic's
 // bound) and both forms fit, the loops cost at most 1% more cycles than the unrolled program over
-// the shapes together: the scalar unit keeps the MXU fed. Each shape alone within 3%: on HBM
-// (tiny) a few cycles' shift moves refreshes and row hits, which moves either form by a few
-// percent. Fixed shapes of several blocks, column and K tiles.
+// the shapes together: the scalar unit keeps the MXU fed. Each shape alone within 1% on the
+// memory model, 5% on HBM (tiny), where a few cycles' shift moves refreshes and row hits and so
+// either form by a few percent (loops are as often the faster). Fixed shapes of several blocks,
+// column and K tiles.
 TEST(ChipMatmulLoops, CyclesWithinOnePercentOfUnrolled) {
   auto chip = rtl_chip();
   const tp::Preset& p = chip->preset();
@@ -846,7 +847,8 @@ TEST(ChipMatmulLoops, CyclesWithinOnePercentOfUnrolled) {
     expect_pass(a);
     expect_pass(b);
     EXPECT_EQ(a.output, b.output);
-    EXPECT_LE(double(a.cycles), 1.03 * double(b.cycles))
+    const double bound = tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm ? 1.05 : 1.01;
+    EXPECT_LE(double(a.cycles), bound * double(b.cycles))
         << a.what << ": loops " << a.cycles << " cycles (" << a.instructions << " instructions), unrolled " << b.cycles
         << " (" << b.instructions << ")";
     loops_total += double(a.cycles);
