@@ -10,6 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include TP_ICI_HEADER
 #include "config.h"
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
       for (unsigned k : tori) {
         for (Pattern pat : patterns) {
           double sat = 0, zero = 0, zero_hops = 0;
+          std::vector<std::pair<double, double>> curve;  // (offered, accepted)
           const auto t0 = std::chrono::steady_clock::now();
           for (double load : b.at("loads").get<std::vector<double>>()) {
             const Point pt = measure(cfg, k, pat, load, pf, b);
@@ -152,6 +155,7 @@ int main(int argc, char** argv) {
               zero_hops = pt.avg_hops;
             }
             sat = std::max(sat, pt.accepted);
+            curve.push_back({pt.offered, pt.accepted});
             report["results"].push_back({{"variant", name},
                                          {"k", k},
                                          {"pattern", tp::golden::pattern_name(pat)},
@@ -166,6 +170,18 @@ int main(int argc, char** argv) {
                                          {"all_measured_delivered", pt.drained}});
           }
           const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          // Past saturation: the lowest accepted throughput at offered loads above the one that
+          // reached the peak (a router that collapses under overload shows here); the peak itself
+          // when the sweep has no point past it.
+          double post = sat;
+          bool past = false;
+          for (const auto& [offered, accepted] : curve) {
+            if (!past) {
+              past = accepted >= sat;
+              continue;
+            }
+            post = std::min(post, accepted);
+          }
           report["summary"].push_back(
               {{"variant", name},
                {"k", k},
@@ -174,6 +190,8 @@ int main(int argc, char** argv) {
                {"buffer_flits", cfg.buf_flits},
                {"packet_flits", pf},
                {"saturation", sat},
+               {"post_saturation_min", post},
+               {"post_saturation_fraction", sat > 0 ? post / sat : 0.0},
                {"zero_load_latency", zero},
                {"zero_load_avg_hops", zero_hops},
                {"zero_load_cycles_per_hop", zero_hops > 0 ? (zero - overhead) / zero_hops : 0.0},
@@ -181,9 +199,9 @@ int main(int argc, char** argv) {
                {"link_latency", cfg.link_latency},
                {"sweep_wall_s", secs}});
           fmt::print(
-              "ici bench {} {}x{} {:9}: saturation {:.3f} flits/node/cycle (ideal uniform {:.2f}), zero-load "
-              "latency {:.1f} cycles = {:.1f} + {:.2f}/hop x {:.2f} hops ({:.0f} s)\n",
-              name, k, k, tp::golden::pattern_name(pat), sat, 8.0 / k, zero, overhead,
+              "ici bench {} {}x{} {:9}: saturation {:.3f} flits/node/cycle (ideal uniform {:.2f}), past it at least "
+              "{:.3f}, zero-load latency {:.1f} cycles = {:.1f} + {:.2f}/hop x {:.2f} hops ({:.0f} s)\n",
+              name, k, k, tp::golden::pattern_name(pat), sat, 8.0 / k, post, zero, overhead,
               zero_hops > 0 ? (zero - overhead) / zero_hops : 0.0, zero_hops, secs);
         }
       }
