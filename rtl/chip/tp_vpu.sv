@@ -132,7 +132,7 @@ module tp_vpu
   logic [SW:0]  gathered_q;
   logic [SW:0]  group_size;
   /* verilator lint_off UNUSEDSIGNAL */
-  logic [19:0]  a_first;  // accumulator rows are 16-bit addresses (the range check bounds them)
+  logic [19:0]  a_first;  // the 15-bit a field, widened (the range check bounds accumulator rows)
   /* verilator lint_on UNUSEDSIGNAL */
   logic [15:0]  acc_first;
   assign a_first   = 20'(vec_a(instr_i));

@@ -368,7 +368,7 @@ struct Built {
 // this fraction of the MXU's lower bound: measured on the golden estimate over random shapes at
 // every test preset, loops below it cost under 1% (0.6% at most over 250 random shapes; the front end works in bursts
 // at pass boundaries, which the queues absorb only while it is well ahead).
-constexpr double kFrontBound = 0.6;
+constexpr double kFrontBound = 0.4;
 
 // Checks and plans every layer, builds the program in the chosen form (automatic: both, then
 // picks), resolves the branch targets and checks that it fits the instruction memory.
@@ -388,9 +388,15 @@ Built build(const Preset& p, const std::vector<MatmulLayer>& layers, const Optio
     out.info.front_per_mxu =
         cost.mxu_cycles ? static_cast<double>(cost.front_cycles) / static_cast<double>(cost.mxu_cycles) : 0.0;
   }
-  if (opts.form != Form::loops) {
+  // Every tile takes at least its weight load, mxu.lw and mxu.mm unrolled: automatic does not
+  // build an unrolled program that cannot fit (a large layer would take seconds and gigabytes).
+  uint64_t min_unrolled = 0;
+  for (const auto& t : plans) min_unrolled += 3 * uint64_t{t.mb} * t.nb * t.kb;
+  if (opts.form == Form::unrolled || (opts.form == Form::automatic && min_unrolled <= p.chip.imem_words)) {
     unrolled = Builder(p).build(layers, plans);
     out.info.unrolled_instructions = finish(unrolled);
+  } else if (opts.form == Form::automatic) {
+    out.info.unrolled_instructions = min_unrolled;  // a lower bound, past the instruction memory
   }
   const uint64_t cap = p.chip.imem_words;
   Form form = opts.form;
@@ -443,18 +449,24 @@ Tiling plan(const Preset& p, const MatmulLayer& l) {
   return plan_checked(p, 0, l);
 }
 
-isa::Program compile(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
+isa::Program compile(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts, CompileInfo* info) {
+  const Built b = build(p, layers, opts);
   isa::Program prog;
   prog.preset = p.name;
   prog.fingerprint = isa::fingerprint(p);
-  for (const auto& line : build(p, layers, opts).lines)
+  for (const auto& line : b.lines)
     if (line.instr) prog.code.push_back(isa::encode(*line.instr));
+  if (info) *info = b.info;
   return prog;
 }
 
 std::string compile_asm(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
-  std::string text;
-  for (const auto& line : build(p, layers, opts).lines) {
+  const Built b = build(p, layers, opts);
+  std::string text = fmt::format(
+      "{} form: {} ({} instructions; loops {}, unrolled {})\n", kCommentLead, form_name(b.info.form),
+      b.info.instructions, b.info.looped_instructions ? fmt::format("{}", b.info.looped_instructions) : "not built",
+      b.info.unrolled_instructions ? fmt::format("{}", b.info.unrolled_instructions) : "does not fit or not built");
+  for (const auto& line : b.lines) {
     if (!line.label.empty()) {
       text += line.label + ":\n";
       continue;

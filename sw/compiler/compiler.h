@@ -68,7 +68,9 @@ CompileInfo compile_info(const Preset&, const std::vector<MatmulLayer>&, const O
 // then halt. Throws CompileError (zero shapes, shapes that do not match the refs, matrices that
 // overlap or run past the end of HBM, a layer that does not fit VMEM or the accumulators, a
 // program longer than the instruction memory).
-isa::Program compile(const Preset&, const std::vector<MatmulLayer>&, const Options& = {});
+// info (optional): what compile_info() would say, from the same build.
+struct CompileInfo;
+isa::Program compile(const Preset&, const std::vector<MatmulLayer>&, const Options& = {}, CompileInfo* info = nullptr);
 
 // The same program as commented assembly text (labels for the branch targets):
 // isa::assemble() of it gives compile()'s Program.

@@ -287,8 +287,10 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   if (s.bias) layer.b = place(chip, 1, s.n, compiler::pack_fp32(p, 1, s.n, bias));
   layer.c = place_output(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {layer};
-  run.form = compiler::compile_info(p, layers, {.form = s.form}).form;
-  finish(chip, run, compiler::compile(p, layers, {.form = run.form}), layers, timeout_cycles, expected);
+  compiler::CompileInfo info;
+  const auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
+  run.form = info.form;
+  finish(chip, run, prog, layers, timeout_cycles, expected);
   return run;
 }
 
@@ -328,8 +330,10 @@ MatmulRun run_mlp(Chip& chip, const MlpSpec& s, uint64_t seed, uint64_t timeout_
   l2.b = place(chip, 1, s.n, compiler::pack_fp32(p, 1, s.n, b2));
   l2.c = place_output(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {l1, l2};
-  run.form = compiler::compile_info(p, layers, {.form = s.form}).form;
-  finish(chip, run, compiler::compile(p, layers, {.form = run.form}), layers, timeout_cycles, expected);
+  compiler::CompileInfo info;
+  const auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
+  run.form = info.form;
+  finish(chip, run, prog, layers, timeout_cycles, expected);
   return run;
 }
 

@@ -123,14 +123,19 @@ void ChipModel::fail(Err err, uint32_t pc) {
 ChipModel::Result ChipModel::run(uint64_t max_steps) {
   if (!loaded_) throw std::logic_error("ChipModel::run: no program loaded");
   uint64_t budget = max_steps;
+  // Not done (the budget ran out, or waiting): the estimate so far includes the front end's time,
+  // so a run stopped inside a loop of scalar instructions still reports its cycles.
+  auto stopped = [&](Result r) {
+    stats_.est_cycles = std::max(stats_.est_cycles, timing_->front_time());
+    return r;
+  };
   while (!finished_) {
-    dispatch(budget);
+    if (dispatch(budget)) return stopped(Result{Err::none, pc_, false, steps_});
     if (finished_) break;
-    if (budget == 0) return Result{Err::none, pc_, false, steps_};
     bool progressed = false;
     for (unsigned q = 0; q < isa::kQueues && !finished_; ++q) {
       if (!can_start(q)) continue;
-      if (budget == 0) return Result{Err::none, pc_, false, steps_};
+      if (budget == 0) return stopped(Result{Err::none, pc_, false, steps_});
       --budget;
       execute(q);
       progressed = true;
@@ -156,7 +161,7 @@ ChipModel::Result ChipModel::run(uint64_t max_steps) {
       r.wait_pc = min_pc;
       for (const auto& q : queues_)
         if (!q.empty() && q.front().pc == min_pc) r.wait_sem = q.front().instr.wait;
-      return r;
+      return stopped(r);
     } else {
       fail(Err::deadlock, min_pc);
     }
@@ -329,15 +334,24 @@ void ChipModel::exec_scalar(const isa::Instr& in) {
   pc_ = next;
 }
 
-void ChipModel::dispatch(uint64_t& budget) {
+bool ChipModel::dispatch(uint64_t& budget) {
   while (!halted_ && !finished_) {
     if (!have_fetched_) {
-      if (pc_ >= code_.size()) return fail(Err::no_halt, pc_);
+      if (pc_ >= code_.size()) {
+        fail(Err::no_halt, pc_);
+        return false;
+      }
       isa::Decoded d = isa::decode(code_[pc_]);
-      if (d.err != Err::none) return fail(d.err, pc_);
+      if (d.err != Err::none) {
+        fail(d.err, pc_);
+        return false;
+      }
       if (is_scalar(d.instr.op)) {
-        if (const Err e = check_scalar(d.instr); e != Err::none) return fail(e, pc_);
-        if (budget == 0) return;
+        if (const Err e = check_scalar(d.instr); e != Err::none) {
+          fail(e, pc_);
+          return false;
+        }
+        if (budget == 0) return true;  // the budget ran out first
         --budget;
         ++steps_;
         ++stats_.instructions;
@@ -347,11 +361,17 @@ void ChipModel::dispatch(uint64_t& budget) {
         // the units that can start get their turn, so a long or endless loop does not keep them
         // (and their errors, ici_slice say) waiting.
         for (unsigned q = 0; q < isa::kQueues; ++q)
-          if (can_start(q)) return;
+          if (can_start(q)) return false;
         continue;
       }
-      if (const Err e = resolve(d.instr); e != Err::none) return fail(e, pc_);
-      if (const Err e = check(d.instr); e != Err::none) return fail(e, pc_);
+      if (const Err e = resolve(d.instr); e != Err::none) {
+        fail(e, pc_);
+        return false;
+      }
+      if (const Err e = check(d.instr); e != Err::none) {
+        fail(e, pc_);
+        return false;
+      }
       if (d.instr.op == Op::mxu_lw) seen_lw_ = lw_unused_ = true;
       if (d.instr.op == Op::mxu_mm) lw_unused_ = false;
       fetched_ = d.instr;
@@ -362,11 +382,11 @@ void ChipModel::dispatch(uint64_t& budget) {
       have_fetched_ = false;
       ++stats_.instructions;
       timing_->halt();
-      return;  // pc_ stays at the halt: the PC reported on success
+      return false;  // pc_ stays at the halt: the PC reported on success
     }
     const unsigned q = static_cast<unsigned>(isa::unit_of(fetched_));
     const unsigned depth = preset_.chip.queue;
-    if (queues_[q].size() >= depth) return;  // stalled on a full queue
+    if (queues_[q].size() >= depth) return false;  // stalled on a full queue
     Entry e;
     e.instr = fetched_;
     e.pc = pc_;
@@ -377,6 +397,7 @@ void ChipModel::dispatch(uint64_t& budget) {
     ++pc_;
     ++stats_.instructions;
   }
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -162,6 +162,7 @@ class Assembler {
   }
 
   void define(const Line& line, const Tok& name, uint64_t value, std::string_view what) {
+    if (reg_number(name.text)) fail(line, name, fmt::format("a register name cannot be a {} name:", what));
     if (!valid_name(name.text)) fail(line, name, fmt::format("bad {} name", what));
     if (names_.count(name.text)) fail(line, name, "redefinition of");
     names_[name.text] = value;

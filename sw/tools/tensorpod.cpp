@@ -209,8 +209,8 @@ int cmd_compile(const RunOptions& o, const std::string& out) {
     fmt::print("{}", tp::compiler::compile_asm(p, layers, opts));
     return kExitOk;
   }
-  const auto info = tp::compiler::compile_info(p, layers, opts);
-  const auto prog = tp::compiler::compile(p, layers, {.form = info.form});
+  tp::compiler::CompileInfo info;
+  const auto prog = tp::compiler::compile(p, layers, opts, &info);
   tp::isa::write_program(out, prog);
   fmt::print("{}: {} instructions ({}) for preset '{}'\n", out, prog.code.size(), tp::compiler::form_name(info.form),
              p.name);
@@ -261,10 +261,16 @@ json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
   return r;
 }
 
+// A program file's run stops here unless --timeout says otherwise: an endless loop is reported as
+// timed out in about a minute on the RTL, not hours later.
+constexpr uint64_t kProgramTimeout = 5'000'000;
+
 int cmd_run(const RunOptions& o) {
   const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty() + o.demo;
   if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
+  if (!o.program.empty() && o.form != "automatic")
+    throw UsageError("run: --form goes with --matmul, --mlp or --demo (a program file is already written)");
   if (!o.program.empty() && o.backend == "both")
     throw UsageError("run: --backend both goes with --matmul, --mlp or --demo (a program file runs on one backend)");
   if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
@@ -280,7 +286,7 @@ int cmd_run(const RunOptions& o) {
     auto chip = Chip::open(o.preset.empty() ? prog.preset : o.preset, backend);
     for (const auto& spec : o.hbm_in) hbm_in(*chip, spec);
     chip->load(prog);
-    const auto status = chip->run(o.timeout ? o.timeout : 1'000'000'000ull);
+    const auto status = chip->run(o.timeout ? o.timeout : kProgramTimeout);
     const auto counters = chip->counters();
     fmt::print("{} on {} (preset '{}'): {}\n", o.program, chip->backend_name(), chip->preset().name,
                tp::driver::describe(status));
@@ -610,7 +616,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--form", run.form, "--matmul/--mlp/--demo: loops, unrolled, or automatic")
       ->capture_default_str();
   run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str();
-  run_cmd->add_option("--timeout", run.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
+  run_cmd
+      ->add_option("--timeout", run.timeout,
+                   "cycles (golden: instructions) before giving up (0: automatic; for a program file 5000000)")
+      ->capture_default_str();
   run_cmd->add_option("--report", run.report, "write a JSON report to this file");
   run_cmd->add_option("--hbm-in", run.hbm_in, "program runs: load a file of 32-bit words into HBM at BEAT:FILE");
   run_cmd->add_option("--hbm-out", run.hbm_out, "program runs: save HBM BEAT:BEATS:FILE after the run");

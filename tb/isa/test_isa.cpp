@@ -932,8 +932,8 @@ TEST(IsaScalar, AssemblyErrors) {
       {"mxu.lw r3+0x8000", "t.s:1:8: value 32768 does not fit vaddr (15 bits) 'r3+0x8000'"},
       {"vadd 0, 1, r2+32768", "t.s:1:12: value 32768 does not fit rows (15 bits) 'r2+32768'"},
       // Register names are reserved.
-      {"r3: halt", "t.s:1:1: bad label name 'r3'"},
-      {".set r31, 4", "t.s:1:6: bad constant name 'r31'"},
+      {"r3: halt", "t.s:1:1: a register name cannot be a label name: 'r3'"},
+      {".set r31, 4", "t.s:1:6: a register name cannot be a constant name: 'r31'"},
       // Values.
       {"slli r1, r2, 0x100000000",
        "t.s:1:14: value 4294967296 does not fit simm (32 bits, signed: -2147483648 .. 2147483647) '0x100000000'"},
