@@ -284,28 +284,41 @@ module tp_hbm_ctrl
     pick_prep = 1'b0;
     prep_idx  = '0;
     for (int i = 0; i < QD; i++) begin
-      if (can_col[i] && (!pick_col || q_q[i].arrived < q_q[col_idx].arrived)) begin
-        pick_col = 1'b1;
-        col_idx  = QW'(i);
-      end
       if (eligible[i] && (!pick_any || q_q[i].arrived < q_q[old_idx].arrived)) begin
         pick_any = 1'b1;
         old_idx  = QW'(i);
       end
+    end
+    starving = pick_any && (now_q - q_q[old_idx].arrived >= TW'(StarveLimit));
+    for (int i = 0; i < QD; i++) begin
+      // A starving request's bank is its own: no other request's hit or row there passes it.
+      // Other banks go on as usual (stopping them too would serve one request at a time, and
+      // after a refresh or a burst every queued request would starve in turn: a collapse).
+      logic mine;
+      mine = starving && i != int'(old_idx) && q_q[i].bank == q_q[old_idx].bank;
+      if (can_col[i] && !mine && (!pick_col || q_q[i].arrived < q_q[col_idx].arrived)) begin
+        pick_col = 1'b1;
+        col_idx  = QW'(i);
+      end
       // Opening a row for a request that may not be served yet is safe (ordering only matters
       // for column commands, which produce the responses), and it is what hides tRP and tRCD.
-      if (prep_ok[i] && (!pick_prep || (mode_ok[i] && !mode_ok[prep_idx]) ||
-                         (mode_ok[i] == mode_ok[prep_idx] && q_q[i].arrived < q_q[prep_idx].arrived))) begin
+      if (prep_ok[i] && !mine &&
+          (!pick_prep || (mode_ok[i] && !mode_ok[prep_idx]) ||
+           (mode_ok[i] == mode_ok[prep_idx] && q_q[i].arrived < q_q[prep_idx].arrived))) begin
         pick_prep = 1'b1;
         prep_idx  = QW'(i);
       end
     end
-    starving = pick_any && (now_q - q_q[old_idx].arrived >= TW'(StarveLimit));
-    if (starving) begin
-      // Only the starving request may move: no hits past it, and its own row first.
-      if (pick_col && col_idx != old_idx) pick_col = 1'b0;
-      pick_prep = !hit[old_idx];
-      prep_idx  = old_idx;
+    if (starving && !hit[old_idx]) begin
+      // Its own row first: a precharge even if another request wants the open row; when its
+      // command is not legal yet, the other banks' preparation may use the cycle.
+      if (b_open_q[q_q[old_idx].bank] ? (now_q >= b_pre_q[q_q[old_idx].bank])
+                                      : (act_ok_ch && now_q >= b_act_q[q_q[old_idx].bank] &&
+                                         now_q >= g_act_q[group_of(q_q[old_idx].bank)])) begin
+        pick_prep = 1'b1;
+        prep_idx  = old_idx;
+        pick_col  = pick_col && q_q[col_idx].bank != q_q[old_idx].bank;
+      end
     end
   end
 
