@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -22,11 +23,13 @@ namespace {
 using nlohmann::json;
 using Harness = tp::tb::HbmHarness<TP_HBM_CLASS>;
 
-json measure(const tp::Preset& preset, const std::string& pattern, const std::vector<tp::tb::HbmRequest>& reqs) {
+json measure(const tp::Preset& preset, const std::string& pattern, const std::vector<tp::tb::HbmRequest>& reqs,
+             Harness::Feeder feeder = nullptr, uint64_t limit = 5'000'000) {
   Harness h(preset.hbm, 1);
   for (const auto& r : reqs) h.queue(r);
+  if (feeder) h.feed(std::move(feeder));
   const auto t0 = std::chrono::steady_clock::now();
-  h.run();
+  h.run(0, 0, limit);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!h.errors().empty()) throw std::runtime_error("scoreboard: " + h.errors().front());
   auto lat = h.read_latencies();
@@ -35,6 +38,11 @@ json measure(const tp::Preset& preset, const std::string& pattern, const std::ve
   for (auto l : lat) avg += double(l);
   avg = lat.empty() ? 0 : avg / double(lat.size());
   const double p99 = lat.empty() ? 0 : double(lat[std::min(lat.size() - 1, lat.size() * 99 / 100)]);
+  auto wlat = h.write_latencies();
+  std::sort(wlat.begin(), wlat.end());
+  double wavg = 0;
+  for (auto l : wlat) wavg += double(l);
+  wavg = wlat.empty() ? 0 : wavg / double(wlat.size());
   auto& t = h.top();
   const uint64_t n = t.cnt_reads_o + t.cnt_writes_o;
   const double cycles = double(h.cycle());
@@ -54,6 +62,8 @@ json measure(const tp::Preset& preset, const std::string& pattern, const std::ve
           {"avg_read_latency", avg},
           {"p99_read_latency", p99},
           {"max_read_latency", lat.empty() ? 0 : lat.back()},
+          {"avg_write_latency", wavg},
+          {"p99_write_latency", wlat.empty() ? 0 : double(wlat[std::min(wlat.size() - 1, wlat.size() * 99 / 100)])},
           {"sim_cycles_per_s", cycles / wall}};
 }
 
@@ -96,36 +106,87 @@ std::vector<tp::tb::HbmRequest> pattern_requests(const std::string& p, uint32_t 
   return out;
 }
 
-std::vector<tp::tb::HbmRequest> trace_requests(const std::string& file, uint32_t bursts) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open", file));
-  std::vector<tp::tb::HbmRequest> out;
-  std::string line;
-  unsigned lineno = 0;
-  uint64_t last = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    std::string addr, op;
-    uint64_t cycle = 0;
-    if (!(ss >> addr >> op >> cycle) || (op != "READ" && op != "WRITE"))
-      throw std::invalid_argument(
-          fmt::format("{}:{}: expected '0xADDRESS READ|WRITE CYCLE', got '{}'", file, lineno, line));
-    char* end = nullptr;
-    const uint64_t a = std::strtoull(addr.c_str(), &end, 0);
-    if (*end != '\0') throw std::invalid_argument(fmt::format("{}:{}: bad address '{}'", file, lineno, addr));
-    if (cycle < last) throw std::invalid_argument(fmt::format("{}:{}: cycle {} goes backwards", file, lineno, cycle));
-    last = cycle;
-    tp::tb::HbmRequest r;
-    r.write = op == "WRITE";
-    r.addr = static_cast<uint32_t>((a / 32) % bursts);
-    r.id = static_cast<unsigned>(out.size() % 16);
-    r.not_before = cycle;
-    out.push_back(r);
+// A trace: lines "0xADDRESS READ|WRITE CYCLE [BYTES]" (DRAMSim3's format plus an optional size,
+// default 32); '#' starts a comment line. A request of BYTES takes ceil(BYTES / 32) consecutive
+// bursts, each its own controller request with the request's ID. Reads and writes have separate ID
+// spaces (reads 0..7, writes 8..15, round robin), as AXI's read and write channels do, so per-ID
+// order never chains a read behind a write. The file is checked whole first (a bad line is
+// reported before any simulation), then streamed: it is never held in memory.
+class TraceReader {
+ public:
+  TraceReader(std::string file, uint32_t bursts) : file_(std::move(file)), bursts_(bursts) {
+    std::ifstream in(file_);
+    if (!in) throw std::runtime_error(fmt::format("{}: cannot open", file_));
+    Line l;
+    while (next_line(in, l)) ++lines_;
+    in_.open(file_);
+    lineno_ = 0;
+    last_ = 0;
   }
-  return out;
-}
+  uint64_t lines() const { return lines_; }
+
+  // The next burst request; false at the end of the trace.
+  bool operator()(tp::tb::HbmRequest& r) {
+    if (left_ == 0) {
+      if (!next_line(in_, cur_)) return false;
+      left_ = cur_.bursts;
+      id_ = cur_.write ? 8 + (writes_++ % 8) : (reads_++ % 8);
+      k_ = 0;
+    }
+    r = {};
+    r.write = cur_.write;
+    r.addr = static_cast<uint32_t>((cur_.burst + k_) % bursts_);
+    r.id = id_;
+    r.not_before = cur_.cycle;
+    ++k_;
+    --left_;
+    return true;
+  }
+
+ private:
+  struct Line {
+    bool write = false;
+    uint64_t burst = 0, cycle = 0;
+    unsigned bursts = 1;
+  };
+  bool next_line(std::ifstream& in, Line& out) {
+    std::string line;
+    while (std::getline(in, line)) {
+      ++lineno_;
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream ss(line);
+      std::string addr, op;
+      uint64_t cycle = 0, bytes = 32;
+      if (!(ss >> addr >> op >> cycle) || (op != "READ" && op != "WRITE"))
+        throw std::invalid_argument(
+            fmt::format("{}:{}: expected '0xADDRESS READ|WRITE CYCLE [BYTES]', got '{}'", file_, lineno_, line));
+      if (std::string extra; ss >> extra) {
+        char* end = nullptr;
+        bytes = std::strtoull(extra.c_str(), &end, 0);
+        std::string rest;
+        if (*end != '\0' || bytes == 0 || bytes > 4096 || (ss >> rest))
+          throw std::invalid_argument(
+              fmt::format("{}:{}: bad size '{}' (bytes 1..4096, then the end of the line)", file_, lineno_, extra));
+      }
+      char* end = nullptr;
+      const uint64_t a = std::strtoull(addr.c_str(), &end, 0);
+      if (*end != '\0') throw std::invalid_argument(fmt::format("{}:{}: bad address '{}'", file_, lineno_, addr));
+      if (cycle < last_)
+        throw std::invalid_argument(fmt::format("{}:{}: cycle {} goes backwards", file_, lineno_, cycle));
+      last_ = cycle;
+      out = {op == "WRITE", a / 32, cycle, static_cast<unsigned>((bytes + 31) / 32)};
+      return true;
+    }
+    return false;
+  }
+
+  std::string file_;
+  uint32_t bursts_;
+  std::ifstream in_;
+  uint64_t lines_ = 0, lineno_ = 0, last_ = 0, reads_ = 0, writes_ = 0;
+  Line cur_;
+  unsigned left_ = 0, k_ = 0, id_ = 0;
+};
 
 // The pattern's limit as a fraction of the data bus's peak (docs/hbm.md "Bounds"): refresh takes
 // tRFC of every tREFI; a pattern that needs a new row for every `bursts_per_row` bursts can open
@@ -148,7 +209,11 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "JSON report (patterns); with --trace the statistics also go to stdout");
   app.add_option("--requests", n,
                  "requests per pattern (default: 200000 for the streaming patterns, 20000 for the others)");
-  app.add_option("--trace", trace, "replay a trace file of '0xADDRESS READ|WRITE CYCLE' lines instead");
+  app.add_option("--trace", trace,
+                 "replay a trace file of '0xADDRESS READ|WRITE CYCLE [BYTES]' lines instead (streamed from disk)");
+  uint64_t max_cycles = 0;
+  app.add_option("--max-cycles", max_cycles, "--trace: stop with an error after this many cycles (0: no limit)")
+      ->capture_default_str();
   std::vector<std::string> patterns = {"seq_read",   "seq_write",   "mix_2to1", "random_64B",
                                        "random_32B", "random_4KiB", "strided"};
   app.add_option("--patterns", patterns, "patterns to run")->capture_default_str();
@@ -162,7 +227,9 @@ int main(int argc, char** argv) {
                    {"simulated", "one pseudo-channel"},
                    {"results", json::array()}};
     if (!trace.empty()) {
-      json r = measure(preset, "trace:" + trace, trace_requests(trace, bursts));
+      TraceReader reader(trace, bursts);  // checks every line before the run
+      json r = measure(preset, "trace:" + trace, {}, std::ref(reader), max_cycles);
+      r["trace_lines"] = reader.lines();
       fmt::print("{}\n", r.dump(2));
       if (app.count("--out")) std::ofstream(out) << r.dump(2) << "\n";
       return 0;

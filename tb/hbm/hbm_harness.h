@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -99,13 +100,32 @@ class HbmHarness {
     for (unsigned k = 0; k <= len; ++k) queue({true, addr, id, data[k], ~0u, 0, len, k});
   }
 
-  // Run until every queued request has its response. Throws HbmViolation on a timing violation
-  // and std::runtime_error when the controller stops moving.
+  // A source of requests taken as they are needed (a trace streamed from disk): it fills r and
+  // returns true, or returns false at the end. run() keeps at most kFeedAhead of them queued.
+  using Feeder = std::function<bool(HbmRequest&)>;
+  static constexpr size_t kFeedAhead = 64;
+  void feed(Feeder f) { feed_ = std::move(f); }
+
+  // Run until every queued request (and every one the feeder gives) has its response; limit 0:
+  // no cycle limit (the stall check still stops a controller that does not move). Throws
+  // HbmViolation on a timing violation and std::runtime_error when the controller stops moving.
   void run(double req_gap = 0, double rsp_stall = 0, uint64_t limit = 5'000'000) {
     std::bernoulli_distribution gap(req_gap), stall(rsp_stall);
     uint64_t quiet = 0;
-    const uint64_t end = cycle_ + limit;
+    const uint64_t end = limit ? cycle_ + limit : UINT64_MAX;
+    auto refill = [&] {
+      while (feed_ && reqs_.size() < kFeedAhead) {
+        HbmRequest r;
+        if (!feed_(r)) {
+          feed_ = nullptr;
+          break;
+        }
+        queue(r);
+      }
+    };
+    refill();
     while (!reqs_.empty() || holding_ || outstanding_ > 0) {
+      refill();
       if (++cycle_ > end) throw std::runtime_error(fmt::format("HBM: not finished after {} cycles", limit));
       if (!holding_ && !reqs_.empty() && reqs_.front().not_before <= cycle_ && !(req_gap > 0 && gap(rng_))) {
         present(reqs_.front());
@@ -247,6 +267,7 @@ class HbmHarness {
   std::vector<std::string> errors_;
   std::vector<uint64_t> latencies_, write_latencies_;
   std::FILE* cmdlog_ = nullptr;
+  Feeder feed_;
 };
 
 }  // namespace tp::tb
