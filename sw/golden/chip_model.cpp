@@ -335,6 +335,7 @@ void ChipModel::exec_scalar(const isa::Instr& in) {
 }
 
 bool ChipModel::dispatch(uint64_t& budget) {
+  bool yield_next = false;  // a unit instruction just dispatched can start (see below)
   while (!halted_ && !finished_) {
     if (!have_fetched_) {
       if (pc_ >= code_.size()) {
@@ -396,6 +397,12 @@ bool ChipModel::dispatch(uint64_t& budget) {
     have_fetched_ = false;
     ++pc_;
     ++stats_.instructions;
+    // The units run while the front end fetches: the chip finds an error of an instruction it
+    // has just started (ici_slice, ici_config) about when the front end checks the instruction
+    // after it, so that one more is checked first (a fetch error there wins, as on the chip),
+    // and then the unit runs.
+    if (yield_next) return false;
+    yield_next = can_start(q);
   }
   return false;
 }

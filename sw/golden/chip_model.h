@@ -133,8 +133,9 @@ class ChipModel {
 
   // Front end. dispatch: fetches, checks and dispatches or executes (scalar instructions and
   // branches) until a queue is full, halt, an error or the budget runs out, or, after a scalar
-  // instruction, a unit can start (the units run while the front end loops). Returns true only
-  // when it stopped because the budget ran out at a scalar instruction.
+  // instruction, a unit can start (the units run while the front end loops), or one instruction
+  // after a unit instruction that can start (the chip finds an execute-time error about then).
+  // Returns true only when it stopped because the budget ran out at a scalar instruction.
   bool dispatch(uint64_t& budget);
   isa::Err resolve(isa::Instr&) const;  // register fields into their fields (docs/isa.md)
   isa::Err check(const isa::Instr&);

@@ -661,6 +661,13 @@ const BadProgram kBad[] = {
      "ici.send 0, 0, 1, 5, 0, abs=1\ntop: beq r0, r0, top\nhalt\n"},
     {"ici_slice_during_a_loop", Err::ici_slice, 1,
      "li r1, 50\nici.send 0, 0, 1, 0, 7, abs=1\ntop: loop r1, top\n.word 0, 0xfc00000000000000\nhalt\n"},
+    // Which comes first, the started send's error or a bad word behind it: the word right after
+    // the send is checked before the ICI unit's error appears (illegal_opcode), one further on
+    // after it (ici_slice), on both backends.
+    {"bad_word_right_after_a_bad_send", Err::illegal_opcode, 1,
+     "ici.send 0, 0, 1, 5, 0, abs=1\n.word 0xffffffffffffffff, 0xffffffffffffffff\nhalt\n"},
+    {"bad_word_two_after_a_bad_send", Err::ici_slice, 0,
+     "ici.send 0, 0, 1, 5, 0, abs=1\nfence load\n.word 0xffffffffffffffff, 0xffffffffffffffff\nhalt\n"},
     {"deadlock_after_a_loop", Err::deadlock, 3,
      "li r1, 5\ntop: loop r1, top\ndma.ld 0, 0, 1, 1, 1 signal=1\nvmov 8, 0, 1 wait=2\nhalt\n"},
 };
