@@ -1,7 +1,8 @@
 # The driver (sw/driver) and the tensorpod command-line tool (sw/tools/tensorpod.cpp). Paths are
 # relative to this file, so it can be include()d from anywhere.
 add_library(tp_driver ${CMAKE_CURRENT_LIST_DIR}/driver.cpp ${CMAKE_CURRENT_LIST_DIR}/golden_chip.cpp
-                      ${CMAKE_CURRENT_LIST_DIR}/slice.cpp ${CMAKE_CURRENT_LIST_DIR}/pod_programs.cpp)
+                      ${CMAKE_CURRENT_LIST_DIR}/slice.cpp ${CMAKE_CURRENT_LIST_DIR}/pod_programs.cpp
+                      ${CMAKE_CURRENT_LIST_DIR}/collectives.cpp)
 target_include_directories(tp_driver PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_compile_options(tp_driver PRIVATE ${TP_WARNINGS})
 target_link_libraries(tp_driver PUBLIC tp_chip_model tp_compiler tp_isa tp_config tp_golden fmt::fmt)

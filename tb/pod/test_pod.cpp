@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "collectives.h"
 #include "pod_programs.h"
 #include "slice.h"
 #include "tb_util.h"
@@ -114,6 +118,63 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
   } else {
     EXPECT_EQ(crc, 0u);
   }
+}
+
+// A collective on the RTL pod and the golden pod (docs/collectives.md): both bit-exact with the
+// host reference in the ring's order of additions, so they agree bit for bit.
+void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64_t seed, double bit_error = 0.0) {
+  const PodSpec p = pod(kx, ky);
+  const SliceShape all{0, 0, kx, ky};
+  SCOPED_TRACE(
+      fmt::format("{} of {} rows on a {} pod, seed {}; {}", collective_name(kind), rows, p.name, seed, rerun(seed)));
+  auto gold = Slice::open(p, all, Backend::golden);
+  const auto g = run_collective(*gold, kind, rows, seed);
+  ASSERT_TRUE(g.status.ok()) << "golden pod: " << g.status.report;
+  EXPECT_EQ(g.mismatches, 0u) << "golden pod";
+  auto rtl = Slice::open(p, all, Backend::rtl, options(seed, bit_error));
+  const auto r = run_collective(*rtl, kind, rows, seed);
+  ASSERT_TRUE(r.status.ok()) << "rtl pod: " << r.status.report;
+  EXPECT_EQ(r.mismatches, 0u) << "rtl pod";
+  EXPECT_EQ(r.outputs, g.outputs) << "rtl and golden pods differ";
+  if (std::getenv("TP_VERBOSE"))
+    fmt::print("{}: golden {} est cycles, rtl {} cycles ({:.2f} s)\n", r.what, g.status.cycles, r.status.cycles,
+               r.status.wall_seconds);
+}
+
+TEST(Pod, AllReduce1x2) { collective(1, 2, Collective::all_reduce, 37, seed_or(31)); }
+TEST(Pod, AllReduce2x2) { collective(2, 2, Collective::all_reduce, 61, seed_or(32)); }
+TEST(Pod, AllReduce1x4Ring) { collective(1, 4, Collective::all_reduce, 50, seed_or(33)); }
+TEST(Pod, AllReduce3x3LinkBitErrors) { collective(3, 3, Collective::all_reduce, 40, seed_or(34), 1e-3); }
+TEST(Pod, ReduceScatter2x2) { collective(2, 2, Collective::reduce_scatter, 45, seed_or(35)); }
+TEST(Pod, AllGather1x4) { collective(1, 4, Collective::all_gather, 13, seed_or(36)); }
+
+// Every collective on golden pods up to 8x8, sizes that do not divide the chip count, against
+// the host reference.
+TEST(Collectives, GoldenPodsEveryShape) {
+  const uint64_t seed = seed_or(37);
+  std::mt19937_64 rng(seed);
+  for (const auto& [kx, ky] : std::vector<std::pair<unsigned, unsigned>>{
+           {1, 1}, {1, 2}, {2, 1}, {2, 2}, {1, 4}, {3, 3}, {2, 4}, {4, 4}, {8, 8}}) {
+    const PodSpec p = pod(kx, ky);
+    for (const Collective kind : {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather}) {
+      const unsigned chips = kx * ky;
+      const uint32_t rows = kind == Collective::all_gather ? static_cast<uint32_t>(1 + rng() % (1500 / chips / 2 + 1))
+                                                           : static_cast<uint32_t>(chips + rng() % 200);
+      auto s = Slice::open(p, {0, 0, kx, ky}, Backend::golden);
+      const auto r = run_collective(*s, kind, rows, rng());
+      EXPECT_TRUE(r.pass) << r.what << ": " << r.status.report << ", " << r.mismatches << " words differ (test seed "
+                          << seed << ")";
+    }
+  }
+}
+
+// Bad plans: clear errors before anything runs.
+TEST(Collectives, BadPlans) {
+  const tp::Preset t = tp::load_preset("tiny");
+  EXPECT_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 3), DriverError);  // fewer rows than chips
+  EXPECT_THROW(plan_collective(t, Collective::all_gather, 2, 2, 0), DriverError);
+  EXPECT_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 1500), DriverError);  // VMEM
+  EXPECT_NO_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 4));
 }
 
 TEST(Pod, Random1x2) { random_traffic(1, 2, seed_or(11)); }

@@ -1,0 +1,304 @@
+// Ring collectives (collectives.h, docs/collectives.md).
+#include "collectives.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+
+#include "fp.h"
+
+namespace tp::driver {
+
+namespace {
+
+using isa::Instr;
+using isa::Op;
+
+// Semaphores (one taking queue each, docs/collectives.md):
+//   1 the input is in VMEM (the first send, or the copy to the output, takes it); 7 a second
+//   token of it (a load-queue fence; the vector queue's fence before the first addition);
+//   2 a reduce-scatter chunk arrived (rsem; the additions take it, in order);
+//   3 an addition is done (the next reduce-scatter send takes it; the last one's count, the copy
+//     of the own chunk);
+//   4 an all-gather chunk arrived (rsem; the ICI queue takes it: the forwarding sends, then a
+//     fence for the last); 5 the own chunk is in the output (the first all-gather send, or the
+//     store); 8 every chunk is in (the store).
+constexpr unsigned kLoaded = 1, kRsArrived = 2, kAdded = 3, kAgArrived = 4, kOwnOut = 5, kLoadDone = 7, kAllIn = 8;
+constexpr unsigned kLoad = static_cast<unsigned>(isa::Unit::load), kVec = static_cast<unsigned>(isa::Unit::vec),
+                   kIci = static_cast<unsigned>(isa::Unit::ici);
+
+Instr fence(unsigned unit, unsigned wait, unsigned signal) {
+  Instr i;
+  i.op = Op::fence;
+  i.f.unit = unit;
+  i.wait = wait;
+  i.signal = signal;
+  return i;
+}
+Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, unsigned wait, unsigned signal) {
+  Instr i;
+  i.op = op;
+  i.f.vaddr = vaddr;
+  i.f.haddr = haddr;
+  i.f.rows = rows;
+  i.f.cols = 1;
+  i.f.hstride = 1;
+  i.wait = wait;
+  i.signal = signal;
+  return i;
+}
+Instr send(uint64_t vaddr, uint64_t raddr, uint64_t rows, unsigned x, unsigned y, unsigned rsem, unsigned wait) {
+  Instr i;
+  i.op = Op::ici_send;
+  i.f.vaddr = vaddr;
+  i.f.raddr = raddr;
+  i.f.rows = rows;
+  i.f.dx = x;
+  i.f.dy = y;
+  i.f.abs = 1;
+  i.f.rsem = rsem;
+  i.wait = wait;
+  return i;
+}
+Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, unsigned wait, unsigned signal) {
+  Instr i;
+  i.op = op;
+  i.f.dst = dst;
+  i.f.a = a;
+  i.f.rows = rows;
+  i.wait = wait;
+  i.signal = signal;
+  return i;
+}
+
+unsigned mod(int64_t a, unsigned p) {
+  const int64_t m = p;
+  return static_cast<unsigned>(((a % m) + m) % m);
+}
+
+// VMEM of a chip: the input at 0 (R rows), the reduce-scatter receive buffers after it (p - 1 of
+// the largest chunk), the output after those (all-gather: p blocks).
+struct Layout {
+  uint64_t in = 0, recv = 0, cmax = 0, out = 0, end = 0;
+};
+Layout layout(const CollectivePlan& c) {
+  Layout l;
+  const unsigned p = c.p();
+  l.in = 0;
+  l.cmax = c.kind == Collective::all_gather ? 0 : (c.rows + p - 1) / p;
+  l.recv = c.rows;
+  l.out = l.recv + (p - 1) * l.cmax;
+  l.end = l.out + (c.kind == Collective::all_gather ? uint64_t{p} * c.rows : c.rows);
+  return l;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_gather:
+      return "all_gather";
+  }
+  return "?";
+}
+
+unsigned CollectivePlan::at_ring(unsigned r) const {
+  const unsigned j = r / w, i = (j % 2 == 0) ? r % w : w - 1 - r % w;
+  return i + j * w;
+}
+unsigned CollectivePlan::ring_of(unsigned k) const {
+  const unsigned i = k % w, j = k / w;
+  return j * w + ((j % 2 == 0) ? i : w - 1 - i);
+}
+uint32_t CollectivePlan::chunk_first(unsigned c) const { return static_cast<uint32_t>(uint64_t{c} * rows / p()); }
+uint32_t CollectivePlan::chunk_rows(unsigned c) const { return chunk_first(c + 1) - chunk_first(c); }
+uint32_t CollectivePlan::out_rows(unsigned k) const {
+  switch (kind) {
+    case Collective::all_reduce:
+      return rows;
+    case Collective::reduce_scatter:
+      return chunk_rows(ring_of(k));
+    case Collective::all_gather:
+      return p() * rows;
+  }
+  return 0;
+}
+
+CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, unsigned h, uint32_t rows) {
+  CollectivePlan c;
+  c.kind = kind;
+  c.w = w;
+  c.h = h;
+  c.lanes = pr.mxu.n;
+  c.rows = rows;
+  const std::string what = fmt::format("{} of {} rows on a {}x{} slice", collective_name(kind), rows, w, h);
+  if (w == 0 || h == 0) throw DriverError(fmt::format("{}: an empty slice", what));
+  if (kind == Collective::all_gather ? rows == 0 : rows < c.p())
+    throw DriverError(fmt::format(
+        "{}: {}", what,
+        kind == Collective::all_gather ? "no rows" : fmt::format("needs a row per chip at least ({})", c.p())));
+  if (rows > 0x7fff) throw DriverError(fmt::format("{}: more than 32767 rows per chip", what));
+  const Layout l = layout(c);
+  if (l.end > pr.chip.vmem_rows)
+    throw DriverError(fmt::format("{}: needs {} VMEM rows (input, {} receive buffers, output), preset '{}' has {}",
+                                  what, l.end, kind == Collective::all_gather ? 0u : c.p() - 1, pr.name,
+                                  pr.chip.vmem_rows));
+  c.out_beat = rows;  // the output right after the input in HBM
+  if (c.out_beat + l.end - l.out > pr.chip.hbm_beats)
+    throw DriverError(
+        fmt::format("{}: does not fit the {} HBM beats of preset '{}'", what, pr.chip.hbm_beats, pr.name));
+  // Program length: a few instructions per step.
+  if (uint64_t{8} * c.p() + 16 > pr.chip.imem_words)
+    throw DriverError(fmt::format("{}: the program is longer than the {}-word instruction memory of preset '{}'", what,
+                                  pr.chip.imem_words, pr.name));
+  return c;
+}
+
+isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsigned k) {
+  const unsigned p = c.p(), r = c.ring_of(k);
+  const unsigned nxt = c.at_ring((r + 1) % p);
+  const unsigned nx = nxt % c.w, ny = nxt / c.w;
+  const Layout l = layout(c);
+  const bool gather = c.kind == Collective::all_gather;
+  std::vector<Instr> code;
+  auto add = [&](const Instr& i) { code.push_back(i); };
+  add(dma(Op::dma_ld, l.in, 0, c.rows, 0, kLoaded));
+  if (p == 1) {
+    // One chip: the output is the input.
+    add(vec(Op::vmov, l.out, l.in, c.rows, kLoaded, kOwnOut));
+    add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kOwnOut, 0));
+  } else if (gather) {
+    // The own block into its place in the output, then p - 1 steps: forward block r - s (the own
+    // one first, then the one that arrived at the step before), then a fence for the last arrival.
+    add(vec(Op::vmov, l.out + uint64_t{r} * c.rows, l.in, c.rows, kLoaded, kOwnOut));
+    for (unsigned s = 0; s + 1 < p; ++s) {
+      const uint64_t at = l.out + uint64_t{mod(int64_t{r} - s, p)} * c.rows;
+      add(send(at, at, c.rows, nx, ny, kAgArrived, s == 0 ? kOwnOut : kAgArrived));
+    }
+    add(fence(kIci, kAgArrived, kAllIn));
+    add(dma(Op::dma_st, l.out, c.out_beat, uint64_t{p} * c.rows, kAllIn, 0));
+  } else {
+    // Reduce-scatter: at step s send the partial chunk r - s - 1 (the input at s = 0, then the
+    // chunk the step before added into) and add the chunk r - s - 2 that arrives from the
+    // previous chip into the own one: d = received + own.
+    add(fence(kLoad, 0, kLoadDone));  // a second token of the input, for the vector queue
+    for (unsigned s = 0; s + 1 < p; ++s) {
+      const unsigned cs = mod(int64_t{r} - s - 1, p), ca = mod(int64_t{r} - s - 2, p);
+      add(send(l.in + c.chunk_first(cs), l.recv + uint64_t{s} * l.cmax, c.chunk_rows(cs), nx, ny, kRsArrived,
+               s == 0 ? kLoaded : kAdded));
+      if (s == 0) add(fence(kVec, kLoadDone, 0));
+      Instr a =
+          vec(Op::vadd, l.in + c.chunk_first(ca), l.recv + uint64_t{s} * l.cmax, c.chunk_rows(ca), kRsArrived, kAdded);
+      a.f.b = l.in + c.chunk_first(ca);
+      add(a);
+    }
+    // The last addition made chunk r, the chip's own; its kAdded count is the only one no send
+    // took.
+    const uint32_t own = c.chunk_rows(r);
+    if (c.kind == Collective::reduce_scatter) {
+      add(vec(Op::vmov, l.out, l.in + c.chunk_first(r), own, kAdded, kOwnOut));
+      add(dma(Op::dma_st, l.out, c.out_beat, own, kOwnOut, 0));
+    } else {
+      // All-reduce: the own chunk into the output, then the all-gather of the chunks.
+      add(vec(Op::vmov, l.out + c.chunk_first(r), l.in + c.chunk_first(r), own, kAdded, kOwnOut));
+      for (unsigned s = 0; s + 1 < p; ++s) {
+        const unsigned b = mod(int64_t{r} - s, p);
+        add(send(l.out + c.chunk_first(b), l.out + c.chunk_first(b), c.chunk_rows(b), nx, ny, kAgArrived,
+                 s == 0 ? kOwnOut : kAgArrived));
+      }
+      add(fence(kIci, kAgArrived, kAllIn));
+      add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
+    }
+  }
+  Instr h;
+  h.op = Op::halt;
+  code.push_back(h);
+  isa::Program prog;
+  prog.preset = pr.name;
+  prog.fingerprint = isa::fingerprint(pr);
+  for (const auto& i : code) prog.code.push_back(isa::encode(i));
+  if (prog.code.size() > pr.chip.imem_words)
+    throw DriverError(fmt::format("{}: {} instructions, more than preset '{}' holds", collective_name(c.kind),
+                                  prog.code.size(), pr.name));
+  return prog;
+}
+
+std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
+                                                        const std::vector<std::vector<uint32_t>>& in) {
+  const unsigned p = c.p(), n = c.lanes;
+  std::vector<std::vector<uint32_t>> out(p);
+  if (c.kind == Collective::all_gather) {
+    std::vector<uint32_t> all;
+    for (unsigned r = 0; r < p; ++r) {
+      const auto& x = in[c.at_ring(r)];
+      all.insert(all.end(), x.begin(), x.end());
+    }
+    for (auto& o : out) o = all;
+    return out;
+  }
+  // Chunk ch summed in ring order starting after its owner: ((x[ch+1] + x[ch+2]) + ...) + x[ch].
+  std::vector<uint32_t> reduced(std::size_t{c.rows} * n);
+  for (unsigned ch = 0; ch < p; ++ch) {
+    for (uint64_t row = c.chunk_first(ch); row < c.chunk_first(ch) + c.chunk_rows(ch); ++row) {
+      for (unsigned lane = 0; lane < n; ++lane) {
+        const std::size_t at = row * n + lane;
+        uint32_t acc = in[c.at_ring((ch + 1) % p)][at];
+        for (unsigned t = 2; t <= p; ++t) acc = golden::fp32_add(acc, in[c.at_ring((ch + t) % p)][at]);
+        reduced[at] = acc;
+      }
+    }
+  }
+  for (unsigned k = 0; k < p; ++k) {
+    if (c.kind == Collective::all_reduce) {
+      out[k] = reduced;
+    } else {
+      const unsigned r = c.ring_of(k);
+      out[k].assign(reduced.begin() + static_cast<std::ptrdiff_t>(uint64_t{c.chunk_first(r)} * n),
+                    reduced.begin() + static_cast<std::ptrdiff_t>(uint64_t{c.chunk_first(r) + c.chunk_rows(r)} * n));
+    }
+  }
+  return out;
+}
+
+CollectiveRun run_collective(Slice& slice, Collective kind, uint32_t rows, uint64_t seed, uint64_t timeout_cycles) {
+  const Preset& pr = slice.preset();
+  const unsigned w = slice.shape().w, h = slice.shape().h;
+  const CollectivePlan c = plan_collective(pr, kind, w, h, rows);
+  CollectiveRun run;
+  run.what = fmt::format("{} of {} rows x {} lanes on a {}x{} slice, seed {}", collective_name(kind), rows, c.lanes, w,
+                         h, seed);
+  run.bytes = uint64_t{rows} * c.lanes * 4 * (kind == Collective::all_gather ? c.p() : 1);
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint32_t>> in(c.p());
+  for (auto& x : in) {
+    x.resize(std::size_t{rows} * c.lanes);
+    for (auto& v : x) {
+      // Both signs, exponents 124..131 (magnitudes 1/8 .. 16): sums cancel and round.
+      const uint32_t e = 124 + static_cast<uint32_t>(rng() % 8);
+      v = (static_cast<uint32_t>(rng() & 1) << 31) | (e << 23) | static_cast<uint32_t>(rng() & 0x7fffff);
+    }
+  }
+  for (unsigned k = 0; k < c.p(); ++k) {
+    slice.write(k % w, k / w, 0, in[k]);
+    slice.load(k % w, k / w, collective_program(pr, c, k));
+  }
+  run.status = slice.run(timeout_cycles ? timeout_cycles : 2'000'000);
+  const auto want = collective_reference(c, in);
+  run.pass = run.status.ok();
+  for (unsigned k = 0; k < c.p(); ++k) {
+    const uint32_t n = c.out_rows(k);
+    run.outputs.push_back(n ? slice.read(k % w, k / w, c.out_beat, n) : std::vector<uint32_t>{});
+    if (!run.status.ok()) continue;
+    for (std::size_t i = 0; i < want[k].size(); ++i)
+      if (run.outputs[k][i] != want[k][i]) ++run.mismatches;
+  }
+  run.pass = run.pass && run.mismatches == 0;
+  return run;
+}
+
+}  // namespace tp::driver

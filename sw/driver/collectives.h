@@ -1,0 +1,73 @@
+// Ring collectives over a slice (docs/collectives.md): all-reduce (fp32 sum), reduce-scatter and
+// all-gather, as one chip program per chip of the slice, and a host reference in the programs'
+// own order of additions, so that the golden pod and the RTL pod give the reference's bits.
+//
+// The ring visits the slice's chips in snake order (row 0 left to right, row 1 right to left,
+// ...), so that every step of the ring is one hop; the wrap from the last chip back to the first
+// is one hop on a slice of one row, or of an even number of rows with the torus's wrap links
+// (otherwise a few). Each chip's rows are cut into p chunks (p chips; chunk c is rows
+// [c*R/p, (c+1)*R/p), possibly empty), and chunks move one ring step per step:
+//   reduce-scatter, p - 1 steps (at least one row per chip): at step s the chip at ring position k sends its partial
+//   chunk
+//     (k - s - 1) mod p to the next chip, which adds it to its own: d = received + own. Chunk c
+//     is therefore summed in ring order starting after c: ((x[c+1] + x[c+2]) + ...) + x[c]
+//     (positions mod p), and ends on the chip at position c;
+//   all-gather, p - 1 steps: each chip forwards the chunk it received last (first its own) to the
+//     next chip, into the same rows of that chip's output.
+// All-reduce is the two in a row. Receive buffers are not reused, so a transfer never waits for
+// its receiver; the semaphores order the additions and the sends on each chip.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa.h"
+#include "slice.h"
+
+namespace tp::driver {
+
+enum class Collective { all_reduce, reduce_scatter, all_gather };
+std::string_view collective_name(Collective);  // "all_reduce", "reduce_scatter", "all_gather"
+
+// One collective on a w x h slice. rows: each chip's input rows (lanes fp32 words each) for
+// all-reduce and reduce-scatter; for all-gather each chip's block, the output being p blocks.
+// Inputs at HBM beat 0 of every chip, outputs at out_beat.
+struct CollectivePlan {
+  Collective kind = Collective::all_reduce;
+  unsigned w = 1, h = 1, lanes = 0;
+  uint32_t rows = 0;
+  uint64_t out_beat = 0;
+  unsigned p() const { return w * h; }
+  // Slice index (i + j * w) of the chip at ring position r, and back.
+  unsigned at_ring(unsigned r) const;
+  unsigned ring_of(unsigned k) const;
+  // Chunk c of the rows (reduce-scatter, all-reduce): first row and count.
+  uint32_t chunk_first(unsigned c) const;
+  uint32_t chunk_rows(unsigned c) const;
+  // Rows each chip's output has: all-reduce R, reduce-scatter its chunk, all-gather p * R.
+  uint32_t out_rows(unsigned k) const;
+};
+
+// Throws DriverError for a plan that does not fit the chip (VMEM, the instruction memory) or has
+// no rows. The program loads the input, runs the collective and stores the output.
+CollectivePlan plan_collective(const Preset&, Collective, unsigned w, unsigned h, uint32_t rows);
+isa::Program collective_program(const Preset&, const CollectivePlan&, unsigned k);
+
+// The expected outputs (per slice index) from the inputs (per slice index, rows * lanes words).
+std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan&,
+                                                        const std::vector<std::vector<uint32_t>>& inputs);
+
+struct CollectiveRun {
+  std::string what;
+  SliceStatus status;
+  bool pass = false;  // ok and every chip's output bit-exact with the reference
+  uint64_t mismatches = 0;
+  uint64_t bytes = 0;  // per chip: the input's bytes (all-gather: the output's), nccl-tests' "size"
+  std::vector<std::vector<uint32_t>> outputs;  // per slice index
+};
+// Random fp32 inputs from seed (both signs, exponents near 1, no NaN or infinity), the programs
+// loaded on every chip of the slice, run, read back and compared.
+CollectiveRun run_collective(Slice&, Collective, uint32_t rows, uint64_t seed, uint64_t timeout_cycles = 0);
+
+}  // namespace tp::driver
