@@ -7,6 +7,7 @@
 #include <random>
 
 #include "fp.h"
+#include "instrs.h"
 
 namespace tp::driver {
 
@@ -25,51 +26,16 @@ using isa::Op;
 //     fence for the last); 5 the own chunk is in the output (the first all-gather send, or the
 //     store); 8 every chunk is in (the store).
 constexpr unsigned kLoaded = 1, kRsArrived = 2, kAdded = 3, kAgArrived = 4, kOwnOut = 5, kLoadDone = 7, kAllIn = 8;
-constexpr unsigned kLoad = static_cast<unsigned>(isa::Unit::load), kVec = static_cast<unsigned>(isa::Unit::vec),
-                   kIci = static_cast<unsigned>(isa::Unit::ici);
+constexpr unsigned kLoad = instrs::kUnitLoad, kVec = instrs::kUnitVec, kIci = instrs::kUnitIci;
 
-Instr fence(unsigned unit, unsigned wait, unsigned signal) {
-  Instr i;
-  i.op = Op::fence;
-  i.f.unit = unit;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
+using instrs::fence;
+using instrs::vec;
+// A whole-row transfer (cols 1, hstride 1), and a send to absolute slice coordinates.
 Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, unsigned wait, unsigned signal) {
-  Instr i;
-  i.op = op;
-  i.f.vaddr = vaddr;
-  i.f.haddr = haddr;
-  i.f.rows = rows;
-  i.f.cols = 1;
-  i.f.hstride = 1;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
+  return instrs::dma(op, vaddr, haddr, rows, 1, 1, wait, signal);
 }
 Instr send(uint64_t vaddr, uint64_t raddr, uint64_t rows, unsigned x, unsigned y, unsigned rsem, unsigned wait) {
-  Instr i;
-  i.op = Op::ici_send;
-  i.f.vaddr = vaddr;
-  i.f.raddr = raddr;
-  i.f.rows = rows;
-  i.f.dx = x;
-  i.f.dy = y;
-  i.f.abs = 1;
-  i.f.rsem = rsem;
-  i.wait = wait;
-  return i;
-}
-Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, unsigned wait, unsigned signal) {
-  Instr i;
-  i.op = op;
-  i.f.dst = dst;
-  i.f.a = a;
-  i.f.rows = rows;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
+  return instrs::send(vaddr, raddr, rows, static_cast<int>(x), static_cast<int>(y), true, rsem, wait, 0);
 }
 
 unsigned mod(int64_t a, unsigned p) {
@@ -215,13 +181,8 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
       add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
     }
   }
-  Instr h;
-  h.op = Op::halt;
-  code.push_back(h);
-  isa::Program prog;
-  prog.preset = pr.name;
-  prog.fingerprint = isa::fingerprint(pr);
-  for (const auto& i : code) prog.code.push_back(isa::encode(i));
+  code.push_back(instrs::halt());
+  const isa::Program prog = instrs::program(pr, code);
   if (prog.code.size() > pr.chip.imem_words)
     throw DriverError(fmt::format("{}: {} instructions, more than preset '{}' holds", collective_name(c.kind),
                                   prog.code.size(), pr.name));

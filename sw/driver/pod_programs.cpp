@@ -8,6 +8,7 @@
 #include <random>
 
 #include "compiler.h"
+#include "instrs.h"
 
 namespace tp::driver {
 
@@ -22,57 +23,7 @@ constexpr unsigned kSemLoaded = 1, kSemFirstArrival = 2, kArrivalSems = 6, kSemS
 // of C is in VMEM, 13 a block arrived, 14 the own block is in place for the final store.
 constexpr unsigned kSemStored = 11, kSemOwn = 12, kSemArrived = 13, kSemOwnReady = 14;
 
-Instr fence(unsigned unit, unsigned wait, unsigned signal) {
-  Instr i;
-  i.op = Op::fence;
-  i.f.unit = unit;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
-Instr dma(Op op, uint32_t vaddr, uint64_t haddr, uint32_t rows, uint32_t cols, uint32_t hstride, unsigned wait,
-          unsigned signal) {
-  Instr i;
-  i.op = op;
-  i.f.vaddr = vaddr;
-  i.f.haddr = haddr;
-  i.f.rows = rows;
-  i.f.cols = cols;
-  i.f.hstride = hstride;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
-Instr send(uint32_t vaddr, uint32_t raddr, uint32_t rows, int dx, int dy, bool abs, unsigned rsem, unsigned wait,
-           unsigned signal) {
-  Instr i;
-  i.op = Op::ici_send;
-  i.f.vaddr = vaddr;
-  i.f.raddr = raddr;
-  i.f.rows = rows;
-  i.f.dx = static_cast<uint64_t>(static_cast<int64_t>(dx));
-  i.f.dy = static_cast<uint64_t>(static_cast<int64_t>(dy));
-  i.f.abs = abs ? 1 : 0;
-  i.f.rsem = rsem;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
-Instr halt() {
-  Instr i;
-  i.op = Op::halt;
-  return i;
-}
-constexpr unsigned kUnitIci = static_cast<unsigned>(isa::Unit::ici),
-                   kUnitStore = static_cast<unsigned>(isa::Unit::store);
-
-isa::Program program(const Preset& p, const std::vector<Instr>& code) {
-  isa::Program prog;
-  prog.preset = p.name;
-  prog.fingerprint = isa::fingerprint(p);
-  for (const auto& i : code) prog.code.push_back(isa::encode(i));
-  return prog;
-}
+using namespace instrs;
 
 unsigned wrap(unsigned at, int d, unsigned m) {
   const int r = (static_cast<int>(at) + d) % static_cast<int>(m);

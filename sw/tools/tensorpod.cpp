@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives.h"
 #include "compiler.h"
 #include "driver.h"
 #include "isa.h"
@@ -359,7 +360,7 @@ struct PodOptions {
   unsigned link_latency = 0;
   std::vector<std::string> program_at, wave_chips, golden_chips;
   bool demo = false;
-  std::string matmul, traffic;
+  std::string matmul, traffic, collective;
   uint64_t seed = 1, timeout = 0, watchdog = 20000;
   double link_bit_error = 0.0;
 };
@@ -372,6 +373,21 @@ std::pair<unsigned, unsigned> parse_pair(const std::string& text, char sep, cons
 }
 
 const char* kLinks[4] = {"n", "s", "e", "w"};
+
+// --collective KIND:ROWS.
+std::pair<tp::driver::Collective, uint32_t> parse_collective(const std::string& text) {
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  for (const auto k :
+       {tp::driver::Collective::all_reduce, tp::driver::Collective::reduce_scatter, tp::driver::Collective::all_gather})
+    if (name == tp::driver::collective_name(k) && colon != std::string::npos) {
+      const uint64_t rows = parse_u64(text.substr(colon + 1), "--collective");
+      if (rows > 0xffffffffu) throw UsageError(fmt::format("--collective '{}': too many rows", text));
+      return {k, static_cast<uint32_t>(rows)};
+    }
+  throw UsageError(
+      fmt::format("--collective '{}': expected KIND:ROWS with KIND all_reduce, reduce_scatter or all_gather", text));
+}
 
 void print_pod_chip(tp::driver::Slice& s, const tp::driver::ChipOutcome& c, bool rtl) {
   auto m = s.counters(c.x, c.y);
@@ -459,6 +475,21 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
                !m.status.ok() ? "FAIL (the slice did not finish cleanly)"
                : m.pass       ? "PASS (every chip holds the whole output, bit-exact with the host reference)"
                               : fmt::format("FAIL: {} mismatching words", m.mismatches));
+  } else if (!o.collective.empty()) {
+    const auto [kind, rows] = parse_collective(o.collective);
+    const auto c = tp::driver::run_collective(*s, kind, rows, o.seed, o.timeout);
+    r.status = c.status;
+    r.pass = c.pass;
+    for (const auto& out : c.outputs) r.output.insert(r.output.end(), out.begin(), out.end());
+    what = c.what;
+    const double p = shape.w * shape.h;
+    const double algbw = c.status.cycles ? double(c.bytes) / double(c.status.cycles) : 0.0;
+    const double factor = kind == tp::driver::Collective::all_reduce ? 2.0 * (p - 1) / p : (p - 1) / p;
+    fmt::print("  {}: {} bytes per chip; algbw {:.2f} B/cycle, busbw {:.2f} B/cycle{}\n", what, c.bytes, algbw,
+               algbw * factor, rtl ? "" : " (estimate)");
+    fmt::print("  check:       {}\n", !c.status.ok() ? "FAIL (the slice did not finish cleanly)"
+                                      : c.pass       ? "PASS (every chip's output bit-exact with the host reference)"
+                                                     : fmt::format("FAIL: {} mismatching words", c.mismatches));
   } else if (!o.traffic.empty()) {
     const uint64_t seed = parse_u64(o.traffic, "--traffic");
     const auto plan = tp::driver::random_ici_traffic(pod.preset, shape.w, shape.h, seed);
@@ -504,9 +535,12 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
 }
 
 int cmd_pod(const PodOptions& o) {
-  const int modes = o.demo + !o.matmul.empty() + !o.traffic.empty() + (!o.program.empty() || !o.program_at.empty());
+  const int modes = o.demo + !o.matmul.empty() + !o.traffic.empty() + !o.collective.empty() +
+                    (!o.program.empty() || !o.program_at.empty());
   if (modes != 1)
-    throw UsageError("pod: give exactly one of --demo, --matmul MxKxN, --traffic SEED, --program FILE / --program-at");
+    throw UsageError(
+        "pod: give exactly one of --demo, --matmul MxKxN, --traffic SEED, --collective KIND:ROWS, --program FILE / "
+        "--program-at");
   if (o.backend == "golden" && !o.golden_chips.empty())
     throw UsageError("pod: --golden-chip picks golden chips of the rtl pod; give --backend rtl or both");
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
@@ -542,6 +576,10 @@ int cmd_pod(const PodOptions& o) {
   if (!o.slice.empty()) std::tie(shape.w, shape.h) = parse_pair(o.slice, 'x', "--slice");
   if (!o.origin.empty()) std::tie(shape.x0, shape.y0) = parse_pair(o.origin, ',', "--origin");
   tp::driver::check_slice(pod, shape);
+  if (!o.collective.empty()) {  // a plan that cannot run is refused before any simulation
+    const auto [kind, rows] = parse_collective(o.collective);
+    (void)tp::driver::plan_collective(pod.preset, kind, shape.w, shape.h, rows);
+  }
   std::vector<Backend> backends;
   if (o.backend == "both") {
     backends = {Backend::golden, Backend::rtl};
@@ -560,7 +598,7 @@ int cmd_pod(const PodOptions& o) {
     outputs.push_back(std::move(r.output));
     report["runs"].push_back(std::move(r.report));
   }
-  if (backends.size() == 2 && (o.demo || !o.matmul.empty())) {
+  if (backends.size() == 2 && (o.demo || !o.matmul.empty() || !o.collective.empty())) {
     const bool same = ok && outputs[0] == outputs[1];
     fmt::print("rtl pod vs golden pod: {}\n",
                same ? fmt::format("bit-exact ({} elements)", outputs[0].size()) : std::string("DIFFERENT"));
@@ -646,6 +684,9 @@ int main(int argc, char** argv) {
                       "the demo's data-parallel matmul for shape MxKxN (M a multiple of the "
                       "chip count)");
   pod_cmd->add_option("--traffic", pod.traffic, "random ICI traffic with this seed, checked");
+  pod_cmd->add_option("--collective", pod.collective,
+                      "KIND:ROWS: a ring all_reduce, reduce_scatter or all_gather of ROWS rows per chip on random fp32 "
+                      "data (--seed), checked against the host reference (docs/collectives.md)");
   pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
   pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
   pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str();
