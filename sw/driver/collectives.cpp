@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "fp.h"
 #include "instrs.h"
@@ -36,6 +38,18 @@ Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, unsigned wait, u
 }
 Instr send(uint64_t vaddr, uint64_t raddr, uint64_t rows, unsigned x, unsigned y, unsigned rsem, unsigned wait) {
   return instrs::send(vaddr, raddr, rows, static_cast<int>(x), static_cast<int>(y), true, rsem, wait, 0);
+}
+
+// rows cut into min(count, rows) near-equal pieces: (first row, rows) each.
+std::vector<std::pair<uint32_t, uint32_t>> pieces(uint32_t rows, unsigned count) {
+  const uint32_t n = std::max(1u, std::min<uint32_t>(count, rows));
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (uint32_t g = 0; g < n; ++g) {
+    const uint32_t a = static_cast<uint32_t>(uint64_t{g} * rows / n),
+                   b = static_cast<uint32_t>(uint64_t{g + 1} * rows / n);
+    out.push_back({a, b - a});
+  }
+  return out;
 }
 
 unsigned mod(int64_t a, unsigned p) {
@@ -119,7 +133,7 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
     throw DriverError(
         fmt::format("{}: does not fit the {} HBM beats of preset '{}'", what, pr.chip.hbm_beats, pr.name));
   // Program length: a few instructions per step.
-  if (uint64_t{8} * c.p() + 16 > pr.chip.imem_words)
+  if (uint64_t{4} * c.pieces * c.p() + 16 > pr.chip.imem_words)
     throw DriverError(fmt::format("{}: the program is longer than the {}-word instruction memory of preset '{}'", what,
                                   pr.chip.imem_words, pr.name));
   return c;
@@ -140,43 +154,60 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
     add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kOwnOut, 0));
   } else if (gather) {
     // The own block into its place in the output, then p - 1 steps: forward block r - s (the own
-    // one first, then the one that arrived at the step before), then a fence for the last arrival.
+    // one first, then the one that arrived at the step before), piece by piece, each piece as
+    // soon as it is in; then fences for the last step's arrivals.
     add(vec(Op::vmov, l.out + uint64_t{r} * c.rows, l.in, c.rows, kLoaded, kOwnOut));
+    const auto parts = pieces(c.rows, c.pieces);
     for (unsigned s = 0; s + 1 < p; ++s) {
       const uint64_t at = l.out + uint64_t{mod(int64_t{r} - s, p)} * c.rows;
-      add(send(at, at, c.rows, nx, ny, kAgArrived, s == 0 ? kOwnOut : kAgArrived));
+      for (size_t g = 0; g < parts.size(); ++g)
+        add(send(at + parts[g].first, at + parts[g].first, parts[g].second, nx, ny, kAgArrived,
+                 s > 0 ? kAgArrived : (g == 0 ? kOwnOut : 0)));
     }
+    for (size_t g = 0; g + 1 < parts.size(); ++g) add(fence(kIci, kAgArrived, 0));
     add(fence(kIci, kAgArrived, kAllIn));
     add(dma(Op::dma_st, l.out, c.out_beat, uint64_t{p} * c.rows, kAllIn, 0));
   } else {
     // Reduce-scatter: at step s send the partial chunk r - s - 1 (the input at s = 0, then the
     // chunk the step before added into) and add the chunk r - s - 2 that arrives from the
-    // previous chip into the own one: d = received + own.
+    // previous chip into the own one: d = received + own. Chunks move in pieces, each sent as
+    // soon as its addition is done and added as soon as it arrives, so sending, receiving and
+    // adding overlap.
     add(fence(kLoad, 0, kLoadDone));  // a second token of the input, for the vector queue
     for (unsigned s = 0; s + 1 < p; ++s) {
       const unsigned cs = mod(int64_t{r} - s - 1, p), ca = mod(int64_t{r} - s - 2, p);
-      add(send(l.in + c.chunk_first(cs), l.recv + uint64_t{s} * l.cmax, c.chunk_rows(cs), nx, ny, kRsArrived,
-               s == 0 ? kLoaded : kAdded));
+      const auto ps = pieces(c.chunk_rows(cs), c.pieces);
+      for (size_t g = 0; g < ps.size(); ++g)
+        add(send(l.in + c.chunk_first(cs) + ps[g].first, l.recv + uint64_t{s} * l.cmax + ps[g].first, ps[g].second, nx,
+                 ny, kRsArrived, s > 0 ? kAdded : (g == 0 ? kLoaded : 0)));
       if (s == 0) add(fence(kVec, kLoadDone, 0));
-      Instr a =
-          vec(Op::vadd, l.in + c.chunk_first(ca), l.recv + uint64_t{s} * l.cmax, c.chunk_rows(ca), kRsArrived, kAdded);
-      a.f.b = l.in + c.chunk_first(ca);
-      add(a);
+      const auto pa = pieces(c.chunk_rows(ca), c.pieces);
+      for (const auto& [off, n] : pa) {
+        Instr a =
+            vec(Op::vadd, l.in + c.chunk_first(ca) + off, l.recv + uint64_t{s} * l.cmax + off, n, kRsArrived, kAdded);
+        a.f.b = l.in + c.chunk_first(ca) + off;
+        add(a);
+      }
     }
-    // The last addition made chunk r, the chip's own; its kAdded count is the only one no send
-    // took.
+    // The last step's additions made chunk r, the chip's own; the vector queue runs in order, so
+    // the copy after them sees it complete (their kAdded counts are left: no send takes them).
     const uint32_t own = c.chunk_rows(r);
     if (c.kind == Collective::reduce_scatter) {
-      add(vec(Op::vmov, l.out, l.in + c.chunk_first(r), own, kAdded, kOwnOut));
+      add(vec(Op::vmov, l.out, l.in + c.chunk_first(r), own, 0, kOwnOut));
       add(dma(Op::dma_st, l.out, c.out_beat, own, kOwnOut, 0));
     } else {
-      // All-reduce: the own chunk into the output, then the all-gather of the chunks.
-      add(vec(Op::vmov, l.out + c.chunk_first(r), l.in + c.chunk_first(r), own, kAdded, kOwnOut));
+      // All-reduce: the own chunk into the output, then the all-gather of the chunks, in pieces.
+      add(vec(Op::vmov, l.out + c.chunk_first(r), l.in + c.chunk_first(r), own, 0, kOwnOut));
       for (unsigned s = 0; s + 1 < p; ++s) {
         const unsigned b = mod(int64_t{r} - s, p);
-        add(send(l.out + c.chunk_first(b), l.out + c.chunk_first(b), c.chunk_rows(b), nx, ny, kAgArrived,
-                 s == 0 ? kOwnOut : kAgArrived));
+        const auto pb = pieces(c.chunk_rows(b), c.pieces);
+        for (size_t g = 0; g < pb.size(); ++g)
+          add(send(l.out + c.chunk_first(b) + pb[g].first, l.out + c.chunk_first(b) + pb[g].first, pb[g].second, nx, ny,
+                   kAgArrived, s > 0 ? kAgArrived : (g == 0 ? kOwnOut : 0)));
       }
+      // The last step's arrivals (chunk r + 1) are not forwarded: fences take them.
+      const size_t last = pieces(c.chunk_rows(mod(int64_t{r} + 1, p)), c.pieces).size();
+      for (size_t g = 0; g + 1 < last; ++g) add(fence(kIci, kAgArrived, 0));
       add(fence(kIci, kAgArrived, kAllIn));
       add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
     }

@@ -14,8 +14,10 @@
 //     (positions mod p), and ends on the chip at position c;
 //   all-gather, p - 1 steps: each chip forwards the chunk it received last (first its own) to the
 //     next chip, into the same rows of that chip's output.
-// All-reduce is the two in a row. Receive buffers are not reused, so a transfer never waits for
-// its receiver; the semaphores order the additions and the sends on each chip.
+// All-reduce is the two in a row. A step's chunk moves in pieces (CollectivePlan::pieces), each
+// sent as soon as its addition is done and added as soon as it arrives, so that sending,
+// receiving and adding overlap. Receive buffers are not reused, so a transfer never waits for its
+// receiver; the semaphores order the additions and the sends on each chip.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@ struct CollectivePlan {
   Collective kind = Collective::all_reduce;
   unsigned w = 1, h = 1, lanes = 0;
   uint32_t rows = 0;
+  unsigned pieces = 4;  // each step's chunk moves in this many pieces (fewer for a smaller chunk)
   uint64_t out_beat = 0;
   unsigned p() const { return w * h; }
   // Slice index (i + j * w) of the chip at ring position r, and back.
