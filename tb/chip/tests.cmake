@@ -66,6 +66,41 @@ foreach(shape "2;2" "4;4")
          --out ${TP_POD_REPORT})
   endforeach()
 endforeach()
+# make bench: build/reports/collectives.json (docs/collectives.md), one pod per process too.
+set(TP_COLL_REPORT ${PROJECT_BINARY_DIR}/reports/collectives.json)
+set(_coll_cmds "")
+foreach(kind all_reduce reduce_scatter all_gather)
+  foreach(rows 128 256 512)
+    set(_gather_rows ${rows})
+    if(kind STREQUAL "all_gather")
+      math(EXPR _gather_rows "${rows} / 4")  # the output is p blocks: keep it inside VMEM
+    endif()
+    list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_gather_rows}
+         --pod 2 --pod-y 2 --backend rtl --out ${TP_COLL_REPORT})
+    math(EXPR _gather16 "${rows} / 16")
+    if(kind STREQUAL "all_gather")
+      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_gather16}
+           --pod 4 --pod-y 4 --backend rtl --out ${TP_COLL_REPORT})
+      math(EXPR _gather64 "${rows} / 64")
+      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_gather64}
+           --pod 8 --pod-y 8 --backend golden --out ${TP_COLL_REPORT})
+    else()
+      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${rows}
+           --pod 4 --pod-y 4 --backend rtl --out ${TP_COLL_REPORT})
+      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${rows}
+           --pod 8 --pod-y 8 --backend golden --out ${TP_COLL_REPORT})
+    endif()
+  endforeach()
+endforeach()
+add_custom_target(bench_collectives
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/reports
+  COMMAND ${CMAKE_COMMAND} -E rm -f ${TP_COLL_REPORT}
+  ${_coll_cmds}
+  COMMAND ${CMAKE_COMMAND} -E echo "wrote ${TP_COLL_REPORT}"
+  DEPENDS pod_bench
+  USES_TERMINAL
+  COMMENT "Collectives benchmark: ring all-reduce, reduce-scatter, all-gather on 2x2 and 4x4 RTL pods, 8x8 golden")
+
 add_custom_target(bench_pod
   COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/reports
   COMMAND ${CMAKE_COMMAND} -E rm -f ${TP_POD_REPORT}

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "collectives.h"
 #include "pod_programs.h"
 #include "slice.h"
 
@@ -38,13 +39,13 @@ tp::isa::Program assemble(const PodSpec& p, const std::string& text) {
   return tp::isa::assemble(text, "pod_bench", p.preset);
 }
 
-void append(const std::string& path, const json& entry) {
+void append(const std::string& path, const json& entry, const std::string& benchmark) {
   json report;
   if (std::filesystem::exists(path)) {
     std::ifstream in(path);
     report = json::parse(in);
   } else {
-    report = {{"benchmark", "pod"}, {"results", json::array()}};
+    report = {{"benchmark", benchmark}, {"results", json::array()}};
   }
   report["results"].push_back(entry);
   std::ofstream out(path);
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   std::string scenario, out = "build/reports/pod.json", preset = "tiny", backend = "rtl";
   unsigned hops = 1, kx = 2, ky = 2;
   uint64_t bytes = 4096, seed = 1;
-  app.add_option("--scenario", scenario, "transfer, exchange or speed")->required();
+  app.add_option("--scenario", scenario, "transfer, exchange, speed or collective")->required();
   app.add_option("--hops", hops, "transfer: hops to the destination (1..4)")->capture_default_str();
   app.add_option("--bytes", bytes, "transfer / exchange: bytes per transfer (a multiple of a VMEM row)")
       ->capture_default_str();
@@ -73,6 +74,11 @@ int main(int argc, char** argv) {
   app.add_option("--preset", preset, "chip preset")->capture_default_str();
   app.add_option("--seed", seed, "speed: traffic seed")->capture_default_str();
   app.add_option("--out", out, "report to append to")->capture_default_str();
+  std::string collective = "all_reduce";
+  uint32_t coll_rows = 128;
+  app.add_option("--collective", collective, "collective: all_reduce, reduce_scatter or all_gather")
+      ->capture_default_str();
+  app.add_option("--rows", coll_rows, "collective: rows per chip")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     json e;
@@ -145,10 +151,57 @@ int main(int argc, char** argv) {
            {"config", resolved(p)}};
       fmt::print("speed {} pod ({}): {} cycles in {:.3f} s, {:.0f} chip-cycles/s, pod overhead {:.1f}%\n", p.name,
                  backend, st.cycles, st.wall_seconds, rate, 100 * overhead);
+    } else if (scenario == "collective") {
+      // A ring collective (docs/collectives.md) on a kx x ky pod, checked bit-exact. The bound
+      // (docs/collectives.md "The bound"): the torus slice's bandwidth, every chip sending on
+      // all four links at a link's peak, plus the ring's latency and the HBM transfers at both
+      // ends, which these cycles include.
+      Collective kind = Collective::all_reduce;
+      bool known = false;
+      for (const auto k : {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather})
+        if (collective == collective_name(k)) {
+          kind = k;
+          known = true;
+        }
+      if (!known)
+        throw DriverError(fmt::format("--collective {}: all_reduce, reduce_scatter or all_gather", collective));
+      const PodSpec p = make_pod(preset, kx, ky);
+      const Backend be = parse_backend(backend);
+      auto s = Slice::open(p, {0, 0, kx, ky}, be);
+      const auto r = run_collective(*s, kind, coll_rows, seed);
+      if (!r.pass) throw DriverError(fmt::format("{}: {} {}", r.what, r.status.report, r.mismatches));
+      const double chips = kx * ky, cycles = double(r.status.cycles);
+      const double moved = kind == Collective::all_reduce ? 2.0 * (chips - 1) / chips : (chips - 1) / chips;
+      const double algbw = double(r.bytes) / cycles, busbw = algbw * moved;
+      const double link = p.preset.ici.flit_bits / 8.0;  // bytes per cycle per link
+      const double in_rows = double(coll_rows), out_rows = kind == Collective::all_gather       ? chips * coll_rows
+                                                           : kind == Collective::reduce_scatter ? coll_rows / chips
+                                                                                                : coll_rows;
+      const double hbm = in_rows + out_rows;  // a beat (one row) per cycle through the memory port
+      const double steps = kind == Collective::all_reduce ? 2.0 * (chips - 1) : chips - 1;
+      const double per_hop = 2.0 * p.link_latency + 3.0;  // router pipeline and link, each way (docs/ici.md)
+      const double bound = moved * double(r.bytes) / (4.0 * link) + steps * per_hop + hbm;
+      e = {{"test", "collective"},
+           {"collective", collective_name(kind)},
+           {"pod", p.name},
+           {"preset", preset},
+           {"backend", backend},
+           {"rows", coll_rows},
+           {"bytes", r.bytes},
+           {"cycles", r.status.cycles},
+           {"algbw", algbw},
+           {"busbw", busbw},
+           {"link_bytes_per_cycle", link},
+           {"bound_cycles", bound},
+           {"fraction_of_bound", bound / cycles},
+           {"config", resolved(p)}};
+      fmt::print("{} {} {} on {} ({}): {} B per chip, {} cycles, algbw {:.2f} busbw {:.2f} B/cycle, {:.3f} of bound\n",
+                 collective, coll_rows, "rows", p.name, backend, r.bytes, r.status.cycles, algbw, busbw,
+                 bound / cycles);
     } else {
-      throw DriverError(fmt::format("--scenario {}: transfer, exchange or speed", scenario));
+      throw DriverError(fmt::format("--scenario {}: transfer, exchange, speed or collective", scenario));
     }
-    append(out, e);
+    append(out, e, scenario == "collective" ? "collectives" : "pod");
   } catch (const std::exception& ex) {
     fmt::print(stderr, "pod_bench: {}\n", ex.what());
     return 1;
