@@ -22,8 +22,9 @@ using isa::Op;
 //   1 the input is in VMEM (the first send, or the copy to the output, takes it); 7 a second
 //   token of it (a load-queue fence; the vector queue's fence before the first addition);
 //   2 a reduce-scatter chunk arrived (rsem; the additions take it, in order);
-//   3 an addition is done (the next reduce-scatter send takes it; the last one's count, the copy
-//     of the own chunk);
+//   3 a piece's addition is done (the next step's send of that piece takes it; the last step's
+//     counts are left over: the copy of the own chunk follows those additions in the vector
+//     queue, which runs in order);
 //   4 an all-gather chunk arrived (rsem; the ICI queue takes it: the forwarding sends, then a
 //     fence for the last); 5 the own chunk is in the output (the first all-gather send, or the
 //     store); 8 every chunk is in (the store).
