@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler.h"
+#include "instr_build.h"
 
 namespace tp::compiler::detail {
 
@@ -48,34 +49,13 @@ struct Line {
 using Lines = std::vector<Line>;
 
 inline Instr fence(Queue q, unsigned wait, unsigned signal) {
-  Instr i;
-  i.op = Op::fence;
-  i.f.unit = static_cast<uint64_t>(q);
-  i.wait = wait;
-  i.signal = signal;
-  return i;
+  return isa::build::fence(static_cast<unsigned>(q), wait, signal);
 }
 
-inline Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, uint64_t cols, uint64_t hstride, unsigned wait,
-                 unsigned signal) {
-  Instr i;
-  i.op = op;
-  i.f.vaddr = vaddr;
-  i.f.haddr = haddr;
-  i.f.rows = rows;
-  i.f.cols = cols;
-  i.f.hstride = hstride;
-  i.wait = wait;
-  i.signal = signal;
-  return i;
-}
+using isa::build::dma;
 
 inline Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, bool a_acc) {
-  Instr i;
-  i.op = op;
-  i.f.dst = dst;
-  i.f.a = a;
-  i.f.rows = rows;
+  Instr i = isa::build::vec(op, dst, a, rows, 0, 0);
   i.f.a_acc = a_acc ? 1 : 0;
   return i;
 }

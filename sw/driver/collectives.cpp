@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fp.h"
-#include "instrs.h"
+#include "instr_build.h"
 
 namespace tp::driver {
 
@@ -29,16 +29,16 @@ using isa::Op;
 //     fence for the last); 5 the own chunk is in the output (the first all-gather send, or the
 //     store); 8 every chunk is in (the store).
 constexpr unsigned kLoaded = 1, kRsArrived = 2, kAdded = 3, kAgArrived = 4, kOwnOut = 5, kLoadDone = 7, kAllIn = 8;
-constexpr unsigned kLoad = instrs::kUnitLoad, kVec = instrs::kUnitVec, kIci = instrs::kUnitIci;
+constexpr unsigned kLoad = isa::build::kUnitLoad, kVec = isa::build::kUnitVec, kIci = isa::build::kUnitIci;
 
-using instrs::fence;
-using instrs::vec;
+using isa::build::fence;
+using isa::build::vec;
 // A whole-row transfer (cols 1, hstride 1), and a send to absolute slice coordinates.
 Instr dma(Op op, uint64_t vaddr, uint64_t haddr, uint64_t rows, unsigned wait, unsigned signal) {
-  return instrs::dma(op, vaddr, haddr, rows, 1, 1, wait, signal);
+  return isa::build::dma(op, vaddr, haddr, rows, 1, 1, wait, signal);
 }
 Instr send(uint64_t vaddr, uint64_t raddr, uint64_t rows, unsigned x, unsigned y, unsigned rsem, unsigned wait) {
-  return instrs::send(vaddr, raddr, rows, static_cast<int>(x), static_cast<int>(y), true, rsem, wait, 0);
+  return isa::build::send(vaddr, raddr, rows, static_cast<int>(x), static_cast<int>(y), true, rsem, wait, 0);
 }
 
 // rows cut into min(count, rows) near-equal pieces: (first row, rows) each.
@@ -213,8 +213,8 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
       add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
     }
   }
-  code.push_back(instrs::halt());
-  const isa::Program prog = instrs::program(pr, code);
+  code.push_back(isa::build::halt());
+  const isa::Program prog = isa::build::program(pr, code);
   if (prog.code.size() > pr.chip.imem_words)
     throw DriverError(fmt::format("{}: {} instructions, more than preset '{}' holds", collective_name(c.kind),
                                   prog.code.size(), pr.name));

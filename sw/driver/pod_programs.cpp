@@ -8,7 +8,7 @@
 #include <random>
 
 #include "compiler.h"
-#include "instrs.h"
+#include "instr_build.h"
 
 namespace tp::driver {
 
@@ -23,7 +23,7 @@ constexpr unsigned kSemLoaded = 1, kSemFirstArrival = 2, kArrivalSems = 6, kSemS
 // of C is in VMEM, 13 a block arrived, 14 the own block is in place for the final store.
 constexpr unsigned kSemStored = 11, kSemOwn = 12, kSemArrived = 13, kSemOwnReady = 14;
 
-using namespace instrs;
+using namespace isa::build;
 
 unsigned wrap(unsigned at, int d, unsigned m) {
   const int r = (static_cast<int>(at) + d) % static_cast<int>(m);

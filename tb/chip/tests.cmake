@@ -71,25 +71,16 @@ set(TP_COLL_REPORT ${PROJECT_BINARY_DIR}/reports/collectives.json)
 set(_coll_cmds "")
 foreach(kind all_reduce reduce_scatter all_gather)
   foreach(rows 128 256 512)
-    set(_gather_rows ${rows})
-    if(kind STREQUAL "all_gather")
-      math(EXPR _gather_rows "${rows} / 4")  # the output is p blocks: keep it inside VMEM
-    endif()
-    list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_gather_rows}
-         --pod 2 --pod-y 2 --backend rtl --out ${TP_COLL_REPORT})
-    math(EXPR _gather16 "${rows} / 16")
-    if(kind STREQUAL "all_gather")
-      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_gather16}
-           --pod 4 --pod-y 4 --backend rtl --out ${TP_COLL_REPORT})
-      math(EXPR _gather64 "${rows} / 64")
-      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_gather64}
-           --pod 8 --pod-y 8 --backend golden --out ${TP_COLL_REPORT})
-    else()
-      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${rows}
-           --pod 4 --pod-y 4 --backend rtl --out ${TP_COLL_REPORT})
-      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${rows}
-           --pod 8 --pod-y 8 --backend golden --out ${TP_COLL_REPORT})
-    endif()
+    foreach(cfg "2;rtl" "4;rtl" "8;golden")
+      list(GET cfg 0 side)
+      list(GET cfg 1 be)
+      set(_rows ${rows})
+      if(kind STREQUAL "all_gather")
+        math(EXPR _rows "${rows} / (${side} * ${side})")  # the output is p blocks: the same bytes per chip
+      endif()
+      list(APPEND _coll_cmds COMMAND pod_bench --scenario collective --collective ${kind} --rows ${_rows}
+           --pod ${side} --pod-y ${side} --backend ${be} --out ${TP_COLL_REPORT})
+    endforeach()
   endforeach()
 endforeach()
 add_custom_target(bench_collectives

@@ -1,5 +1,5 @@
-// Instruction builders for the driver's hand-written chip programs (pod_programs.cpp,
-// collectives.cpp). Internal to sw/driver; the compiler has its own (sw/compiler/builder.h).
+// Instruction builders for programs written in C++: the compiler (sw/compiler) and the driver's
+// hand-written chip programs (pod_programs.cpp, collectives.cpp).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include "config.h"
 #include "isa.h"
 
-namespace tp::driver::instrs {
+namespace tp::isa::build {
 
 inline constexpr unsigned kUnitLoad = static_cast<unsigned>(isa::Unit::load),
                           kUnitVec = static_cast<unsigned>(isa::Unit::vec),
@@ -75,4 +75,4 @@ inline isa::Program program(const Preset& p, const std::vector<isa::Instr>& code
   return prog;
 }
 
-}  // namespace tp::driver::instrs
+}  // namespace tp::isa::build
