@@ -11,7 +11,10 @@
 #                                                       rerun one test with FST waves (a pod
 #                                                       test: every chip's, or chip x,y's)
 #   make lint                                           verilator --lint-only -Wall, every top
-#   make bench                                          build/reports/{mxu,ici,hbm,chip}.json, ici.svg
+#   make bench                                          build/reports/{mxu,ici,hbm,chip,pod,collectives}.json,
+#                                                       ici.svg, then make plots
+#   make plots                                          build/reports/plots/*.png and *.svg from the
+#                                                       reports that are there (scripts/plots.py)
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 BUILD  ?= build
@@ -22,7 +25,7 @@ PRESET_NAMES = sed -n '/^  "presets": {/,/^  }/s/^    "\([^"]*\)": {.*/\1/p' con
 POD    ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/pods.json)
 ARGS   ?=
 
-.PHONY: all deps configure sim sim-chip test wave lint bench format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench plots format clean
 all: test
 
 deps:
@@ -64,6 +67,12 @@ lint: configure
 
 bench: configure
 	@cmake --build $(BUILD) --target bench -j $(JOBS)
+	@$(PLOTS)
+
+# Needs only python3 and python3-matplotlib (no build): plots whatever reports $(BUILD)/reports has.
+PLOTS = python3 scripts/plots.py --reports $(BUILD)/reports --out $(BUILD)/reports/plots --ici-svg $(BUILD)/reports/ici.svg
+plots: deps
+	@$(PLOTS)
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

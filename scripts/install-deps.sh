@@ -9,8 +9,9 @@ PACKAGES=(
   g++ make cmake ninja-build ccache  # toolchain
   verilator                          # RTL -> C++
   libsystemc-dev                     # SystemC (the pod testbench)
-  libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev  # C++ libraries
+  libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libxtensor-dev  # C++ libraries (xtensor: .npy files)
   python3                            # the ISA generator (configure) and the benchmark plots
+  python3-matplotlib                 # the benchmark plots (make plots, make bench, a test)
   "$@"
 )
 
