@@ -159,13 +159,9 @@ void program_start(Lines& lines, const Preset& p, const std::vector<MatmulLayer>
                         l.relu ? " relu" : "", l.out_bf16 ? " bf16" : "", t.kb, t.nb, t.mb, t.tm, t.vmem_rows));
   }
   comment("initial tokens: each queue owns its free buffers");
-  emit(fence(Queue::load, 0, kAFree), "2 A buffers free");
-  emit(fence(Queue::load, 0, kAFree), "");
-  for (uint32_t s = 0; s < kWeightSlots; ++s) emit(fence(Queue::load, 0, kWFree), s == 0 ? "4 weight slots free" : "");
-  emit(fence(Queue::mxu, 0, kAccFree), "2 accumulator buffers free");
-  emit(fence(Queue::mxu, 0, kAccFree), "");
-  emit(fence(Queue::vec, 0, kOutFree), "2 output buffers free");
-  emit(fence(Queue::vec, 0, kOutFree), "");
+  for (const auto& t : leftover_tokens())
+    for (unsigned c = 0; c < t.count; ++c)
+      emit(isa::build::fence(t.unit, 0, t.sem), c == 0 ? fmt::format("{} {} free", t.count, kSemNames[t.sem]) : "");
 }
 
 }  // namespace detail
@@ -442,6 +438,14 @@ uint64_t padded_beats(const Preset& p, uint32_t rows, uint32_t cols) {
 
 uint32_t padded_rows(const Preset& p, uint32_t rows) {
   return static_cast<uint32_t>(ceil_div(rows, p.mxu.n) * p.mxu.n);
+}
+
+std::vector<isa::build::Drain> leftover_tokens() {
+  // program_start's initial tokens.
+  return {{static_cast<unsigned>(Queue::load), kAFree, 2},
+          {static_cast<unsigned>(Queue::load), kWFree, kWeightSlots},
+          {static_cast<unsigned>(Queue::mxu), kAccFree, 2},
+          {static_cast<unsigned>(Queue::vec), kOutFree, 2}};
 }
 
 Tiling plan(const Preset& p, const MatmulLayer& l) {

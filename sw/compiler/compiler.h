@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config.h"
+#include "instr_build.h"
 #include "isa.h"
 
 namespace tp::compiler {
@@ -71,6 +72,11 @@ CompileInfo compile_info(const Preset&, const std::vector<MatmulLayer>&, const O
 // info (optional): what compile_info() would say, from the same build.
 struct CompileInfo;
 isa::Program compile(const Preset&, const std::vector<MatmulLayer>&, const Options& = {}, CompileInfo* info = nullptr);
+
+// The semaphore counts compile()'s program leaves when it is done: its queues' initial tokens
+// (the free A buffers, weight slots, accumulator and output buffers), back. A program that goes on
+// after it (a segment of a sharded program, sw/driver/shard.h) takes them first.
+std::vector<isa::build::Drain> leftover_tokens();
 
 // The same program as commented assembly text (labels for the branch targets):
 // isa::assemble() of it gives compile()'s Program.

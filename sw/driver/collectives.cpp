@@ -89,10 +89,17 @@ std::string_view collective_name(Collective c) {
 }
 
 unsigned CollectivePlan::at_ring(unsigned r) const {
+  if (!members.empty()) return members.at(r);
   const unsigned j = r / w, i = (j % 2 == 0) ? r % w : w - 1 - r % w;
   return i + j * w;
 }
 unsigned CollectivePlan::ring_of(unsigned k) const {
+  if (!members.empty()) {
+    const auto it = std::find(members.begin(), members.end(), k);
+    if (it == members.end())
+      throw DriverError(fmt::format("{}: chip {} of the slice is not in the ring", collective_name(kind), k));
+    return static_cast<unsigned>(it - members.begin());
+  }
   const unsigned i = k % w, j = k / w;
   return j * w + ((j % 2 == 0) ? i : w - 1 - i);
 }
@@ -140,19 +147,51 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
   return c;
 }
 
-isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsigned k) {
+uint64_t collective_vmem_rows(const CollectivePlan& c) { return layout(c).end; }
+
+namespace {
+
+// The collective's instructions for slice chip k, without halt. segment: as a segment of a
+// larger program (collective_segment).
+std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, unsigned k, bool segment) {
   const unsigned p = c.p(), r = c.ring_of(k);
-  const unsigned nxt = c.at_ring((r + 1) % p);
+  const unsigned nxt = c.at_ring((r + 1) % p), prv = c.at_ring((r + p - 1) % p);
   const unsigned nx = nxt % c.w, ny = nxt / c.w;
   const Layout l = layout(c);
   const bool gather = c.kind == Collective::all_gather;
   std::vector<Instr> code;
   auto add = [&](const Instr& i) { code.push_back(i); };
-  add(dma(Op::dma_ld, l.in, 0, c.rows, 0, kLoaded));
+  if (segment) {
+    isa::build::seg_begin(code);
+    if (p > 1) {
+      // Ready: this chip's VMEM is free for the chip that sends to it; and wait until the chip
+      // it sends to says the same (the ICI queue runs in order: every send below waits too).
+      const uint64_t tok = isa::build::seg_token_row(pr);
+      add(send(tok, tok, 1, prv % c.w, prv / c.w, isa::build::kSegReady, 0));
+      add(fence(kIci, isa::build::kSegReady, 0));
+    }
+  }
+  add(dma(Op::dma_ld, l.in, c.in_beat, c.rows, 0, kLoaded));
+  // The final store of `rows` output rows at l.out (an all-gather with a placement: one strided
+  // store per block).
+  auto store_out = [&](uint64_t rows, unsigned wait) {
+    if (!c.placement || !gather) {
+      add(dma(Op::dma_st, l.out, c.out_beat, rows, wait, 0));
+      return;
+    }
+    const auto& pl = *c.placement;
+    for (unsigned b = 0; b < p; ++b) {
+      if (pl.cols[b] == 0) continue;
+      add(isa::build::dma(Op::dma_st, l.out + uint64_t{b} * c.rows, c.out_beat + pl.offset[b], pl.rows, pl.cols[b],
+                          pl.stride, wait, 0));
+      wait = 0;
+    }
+    if (wait != 0) add(fence(isa::build::kUnitStore, wait, 0));  // no block has columns
+  };
   if (p == 1) {
     // One chip: the output is the input.
     add(vec(Op::vmov, l.out, l.in, c.rows, kLoaded, kOwnOut));
-    add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kOwnOut, 0));
+    store_out(c.rows, kOwnOut);
   } else if (gather) {
     // The own block into its place in the output, then p - 1 steps: forward block r - s (the own
     // one first, then the one that arrived at the step before), piece by piece, each piece as
@@ -167,7 +206,7 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
     }
     for (size_t g = 0; g + 1 < parts.size(); ++g) add(fence(kIci, kAgArrived, 0));
     add(fence(kIci, kAgArrived, kAllIn));
-    add(dma(Op::dma_st, l.out, c.out_beat, uint64_t{p} * c.rows, kAllIn, 0));
+    store_out(uint64_t{p} * c.rows, kAllIn);
   } else {
     // Reduce-scatter: at step s send the partial chunk r - s - 1 (the input at s = 0, then the
     // chunk the step before added into) and add the chunk r - s - 2 that arrives from the
@@ -213,6 +252,20 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
       add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
     }
   }
+  if (segment) {
+    // The last step's additions (chunk r, in its pieces) signalled kAdded, which no send takes.
+    std::vector<isa::build::Drain> left;
+    if (p > 1 && !gather)
+      left.push_back({kIci, kAdded, static_cast<unsigned>(pieces(c.chunk_rows(r), c.pieces).size())});
+    isa::build::seg_end(code, left);
+  }
+  return code;
+}
+
+}  // namespace
+
+isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsigned k) {
+  std::vector<Instr> code = collective_code(pr, c, k, false);
   code.push_back(isa::build::halt());
   const isa::Program prog = isa::build::program(pr, code);
   if (prog.code.size() > pr.chip.imem_words)
@@ -221,17 +274,39 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
   return prog;
 }
 
+std::vector<Instr> collective_segment(const Preset& pr, const CollectivePlan& c, unsigned k) {
+  if (collective_vmem_rows(c) >= pr.chip.vmem_rows)
+    throw DriverError(
+        fmt::format("{} of {} rows: needs {} VMEM rows, and a segment leaves the last of preset '{}''s {} free",
+                    collective_name(c.kind), c.rows, collective_vmem_rows(c), pr.name, pr.chip.vmem_rows));
+  return collective_code(pr, c, k, true);
+}
+
 std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
                                                         const std::vector<std::vector<uint32_t>>& in) {
   const unsigned p = c.p(), n = c.lanes;
-  std::vector<std::vector<uint32_t>> out(p);
+  unsigned slots = 0;  // outputs by slice index: every chip of the ring has one
+  for (unsigned r = 0; r < p; ++r) slots = std::max(slots, c.at_ring(r) + 1);
+  std::vector<std::vector<uint32_t>> out(slots);
   if (c.kind == Collective::all_gather) {
     std::vector<uint32_t> all;
-    for (unsigned r = 0; r < p; ++r) {
-      const auto& x = in[c.at_ring(r)];
-      all.insert(all.end(), x.begin(), x.end());
+    if (c.placement) {
+      // The blocks' matrices in their places; beats no block writes are 0 here.
+      const auto& pl = *c.placement;
+      all.assign(pl.rows * pl.stride * n, 0u);
+      for (unsigned b = 0; b < p; ++b)
+        for (uint64_t row = 0; row < pl.rows; ++row)
+          for (uint64_t cb = 0; cb < pl.cols[b]; ++cb)
+            for (unsigned lane = 0; lane < n; ++lane)
+              all[((row * pl.stride) + pl.offset[b] + cb) * n + lane] =
+                  in[c.at_ring(b)][(row * pl.cols[b] + cb) * n + lane];
+    } else {
+      for (unsigned r = 0; r < p; ++r) {
+        const auto& x = in[c.at_ring(r)];
+        all.insert(all.end(), x.begin(), x.end());
+      }
     }
-    for (auto& o : out) o = all;
+    for (unsigned r = 0; r < p; ++r) out[c.at_ring(r)] = all;
     return out;
   }
   // Chunk ch summed in ring order starting after its owner: ((x[ch+1] + x[ch+2]) + ...) + x[ch].
@@ -246,11 +321,11 @@ std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
       }
     }
   }
-  for (unsigned k = 0; k < p; ++k) {
+  for (unsigned r = 0; r < p; ++r) {
+    const unsigned k = c.at_ring(r);
     if (c.kind == Collective::all_reduce) {
       out[k] = reduced;
     } else {
-      const unsigned r = c.ring_of(k);
       out[k].assign(reduced.begin() + static_cast<std::ptrdiff_t>(uint64_t{c.chunk_first(r)} * n),
                     reduced.begin() + static_cast<std::ptrdiff_t>(uint64_t{c.chunk_first(r) + c.chunk_rows(r)} * n));
     }

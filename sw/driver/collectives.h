@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,24 @@ struct CollectivePlan {
   unsigned w = 1, h = 1, lanes = 0;
   uint32_t rows = 0;
   unsigned pieces = 4;  // each step's chunk moves in this many pieces (fewer for a smaller chunk)
-  uint64_t out_beat = 0;
-  unsigned p() const { return w * h; }
-  // Slice index (i + j * w) of the chip at ring position r, and back.
+  uint64_t in_beat = 0, out_beat = 0;
+  // The ring: slice indices in ring order. Empty: every chip of the slice, in snake order. A
+  // group (a row or a column of the slice, for the sharding compiler) lists its chips.
+  std::vector<unsigned> members;
+  // All-gather into a matrix instead of p blocks in a row: the block of ring position b is a
+  // rows x cols[b]-beat matrix (its first rows * cols[b] rows; cols[b] may be 0) stored at
+  // out_beat + offset[b] with a row stride of `stride` beats (the column blocks of a
+  // column-split layer joined into its full output).
+  struct Placement {
+    uint32_t rows = 0;
+    uint64_t stride = 0;
+    std::vector<uint32_t> cols;
+    std::vector<uint64_t> offset;
+  };
+  std::optional<Placement> placement;
+  unsigned p() const { return members.empty() ? w * h : static_cast<unsigned>(members.size()); }
+  // Slice index (i + j * w) of the chip at ring position r, and back (ring_of throws
+  // DriverError for a chip not in the ring).
   unsigned at_ring(unsigned r) const;
   unsigned ring_of(unsigned k) const;
   // Chunk c of the rows (reduce-scatter, all-reduce): first row and count.
@@ -56,6 +72,15 @@ struct CollectivePlan {
 // no rows. The program loads the input, runs the collective and stores the output.
 CollectivePlan plan_collective(const Preset&, Collective, unsigned w, unsigned h, uint32_t rows);
 isa::Program collective_program(const Preset&, const CollectivePlan&, unsigned k);
+
+// VMEM rows a plan's program uses (input, receive buffers, output).
+uint64_t collective_vmem_rows(const CollectivePlan&);
+// The collective of slice chip k as a segment of a larger program (isa::build's segment
+// protocol, instr_build.h): it waits for the segment before, tells the chip that sends to it
+// that it is ready (and waits for the same from the chip it sends to), and ends with every
+// semaphore back at 0. The plan must leave VMEM's last row free (collective_vmem_rows() <
+// vmem_rows); throws DriverError otherwise, or for a chip not in the ring.
+std::vector<isa::Instr> collective_segment(const Preset&, const CollectivePlan&, unsigned k);
 
 // The expected outputs (per slice index) from the inputs (per slice index, rows * lanes words).
 std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan&,

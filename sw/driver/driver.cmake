@@ -2,10 +2,12 @@
 # relative to this file, so it can be include()d from anywhere.
 add_library(tp_driver ${CMAKE_CURRENT_LIST_DIR}/driver.cpp ${CMAKE_CURRENT_LIST_DIR}/golden_chip.cpp
                       ${CMAKE_CURRENT_LIST_DIR}/slice.cpp ${CMAKE_CURRENT_LIST_DIR}/pod_programs.cpp
-                      ${CMAKE_CURRENT_LIST_DIR}/collectives.cpp)
+                      ${CMAKE_CURRENT_LIST_DIR}/collectives.cpp ${CMAKE_CURRENT_LIST_DIR}/shard.cpp
+                      ${CMAKE_CURRENT_LIST_DIR}/layer_file.cpp)
 target_include_directories(tp_driver PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_compile_options(tp_driver PRIVATE ${TP_WARNINGS})
 target_link_libraries(tp_driver PUBLIC tp_chip_model tp_compiler tp_isa tp_config tp_golden fmt::fmt)
+target_link_libraries(tp_driver PRIVATE xtensor nlohmann_json::nlohmann_json)
 
 # tp_add_tensorpod(<target> [<libraries>...]): the tensorpod tool, linked with extra libraries
 # (the RTL backends, which register themselves from static initializers; link them whole, e.g.

@@ -133,12 +133,6 @@ std::unique_ptr<Chip> Chip::open(const std::string& preset_name, Backend backend
 
 namespace {
 
-uint32_t relu_ref(uint32_t x) {
-  if (golden::fp32_is_nan(x)) return golden::kFp32QNaN;
-  const uint32_t v = golden::fp32_flush(x);  // DAZ: a denormal is not > 0
-  return (v >> 31) == 0 && v != 0 ? v : 0u;
-}
-
 // bf16 values with a biased exponent in [120, 134] (magnitudes 2^-7 .. 2^8) and both signs: sums
 // of a few hundred products stay far from overflow and rarely cancel to denormals.
 uint16_t random_bf16(std::mt19937_64& rng) {
@@ -237,6 +231,12 @@ std::vector<uint32_t> random_fp32s(std::mt19937_64& rng, uint64_t count) {
   return v;
 }
 
+uint32_t reference_relu(uint32_t x) {
+  if (golden::fp32_is_nan(x)) return golden::kFp32QNaN;
+  const uint32_t v = golden::fp32_flush(x);  // DAZ: a denormal is not > 0
+  return (v >> 31) == 0 && v != 0 ? v : 0u;
+}
+
 std::vector<uint32_t> reference_layer(const Preset& p, uint32_t m, uint32_t k, uint32_t n, std::span<const uint16_t> a,
                                       std::span<const uint16_t> w, std::span<const uint32_t> bias, bool relu,
                                       bool out_bf16) {
@@ -256,7 +256,7 @@ std::vector<uint32_t> reference_layer(const Preset& p, uint32_t m, uint32_t k, u
     for (uint64_t j = 0; j < n; ++j) {
       uint32_t v = full[r * np + j];
       if (!bias.empty()) v = golden::fp32_add(v, bias[j]);
-      if (relu) v = relu_ref(v);
+      if (relu) v = reference_relu(v);
       if (out_bf16) v = golden::fp32_to_bf16(v);
       c[r * n + j] = v;
     }

@@ -165,6 +165,9 @@ std::vector<uint32_t> random_fp32s(std::mt19937_64&, uint64_t count);
 // The host reference of one layer: the tiled MXU sum (golden::mxu_matmul on operands zero-padded
 // to multiples of n), + bias once per element (fp32_add), ReLU and the bf16 rounding as the vector
 // unit does them. a is m x k, w is k x n bf16; bias has n fp32 values or is empty; row-major m x n.
+// The vector unit's ReLU on an fp32 pattern (NaN stays a NaN, a denormal counts as 0).
+uint32_t reference_relu(uint32_t);
+
 std::vector<uint32_t> reference_layer(const Preset&, uint32_t m, uint32_t k, uint32_t n, std::span<const uint16_t> a,
                                       std::span<const uint16_t> w, std::span<const uint32_t> bias, bool relu,
                                       bool out_bf16);

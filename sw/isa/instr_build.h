@@ -2,6 +2,7 @@
 // hand-written chip programs (pod_programs.cpp, collectives.cpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -67,6 +68,80 @@ inline isa::Instr halt() {
   i.op = isa::Op::halt;
   return i;
 }
+// ---- Segments: programs built from pieces (sw/driver/shard.h, docs/compiler.md "Sharding") ----
+//
+// A sharded chip program is a row of segments (a compiled layer chain, a collective, a vector
+// epilogue) and a halt, each free to use semaphores and VMEM afresh. The hand-over:
+//   seg_end    a chain of fences through every queue (mxu, vector, ICI, load, store; semaphores
+//              kSegChain), each after that queue's last instruction of the segment and the
+//              fences that take the segment's leftover counts (its free-buffer tokens); then
+//              the store queue signals one "go" token per queue (kSegGo).
+//   seg_begin  one fence per queue (load, mxu, vector, ICI) that takes its go token; the store
+//              queue needs none (its go tokens come after the segment before, in its own order).
+// So once a queue's next segment starts, every queue is done with the segment before and every
+// semaphore that segment used is at 0. Each go semaphore is one that only that queue takes in
+// every kind of segment (the compiler's LAYER, ACC_FREE and BIAS: load, mxu and vector; 15 is
+// free), and the chain's semaphores only the protocol uses, so no two queues ever wait for the
+// same semaphore at once. seg_program_start() gives the first segment its go tokens.
+// A segment that receives over ICI first tells the chip that sends to it that it is ready: a
+// one-row ici.send into the sender's VMEM row seg_token_row() (the last row of VMEM, which no
+// segment uses for data) with rsem kSegReady, which the sender's first transfer waits for.
+inline constexpr unsigned kSegLayer = 10, kSegReady = 14;
+inline constexpr std::array<unsigned, 3> kSegChain = {11, 12, 13};
+// Go tokens: load, mxu, vector, ICI.
+inline constexpr std::array<unsigned, 4> kSegGo = {kSegLayer, 6, 9, 15};
+inline constexpr std::array<unsigned, 4> kSegGoUnits = {kUnitLoad, static_cast<unsigned>(isa::Unit::mxu), kUnitVec,
+                                                        kUnitIci};
+inline uint64_t seg_token_row(const Preset& p) { return p.chip.vmem_rows - 1; }
+
+inline void seg_program_start(std::vector<isa::Instr>& code) {
+  for (const unsigned go : kSegGo) code.push_back(fence(kUnitStore, 0, go));
+}
+
+inline void seg_begin(std::vector<isa::Instr>& code) {
+  for (size_t q = 0; q < kSegGo.size(); ++q) code.push_back(fence(kSegGoUnits[q], kSegGo[q], 0));
+}
+
+// Counts a segment leaves on a semaphore (its free-buffer tokens, back at the end), taken by
+// fences in `unit`'s queue before the segment ends.
+struct Drain {
+  unsigned unit = 0, sem = 0, count = 0;
+};
+inline void seg_end(std::vector<isa::Instr>& code, const std::vector<Drain>& drains) {
+  const std::array<unsigned, 5> order = {static_cast<unsigned>(isa::Unit::mxu), kUnitVec, kUnitIci, kUnitLoad,
+                                         kUnitStore};
+  unsigned prev = 0;
+  for (size_t q = 0; q < order.size(); ++q) {
+    if (prev != 0) code.push_back(fence(order[q], prev, 0));
+    for (const auto& d : drains)
+      if (d.unit == order[q])
+        for (unsigned c = 0; c < d.count; ++c) code.push_back(fence(order[q], d.sem, 0));
+    if (q + 1 < order.size()) {
+      prev = kSegChain[q % kSegChain.size()];
+      code.push_back(fence(order[q], 0, prev));
+    }
+  }
+  seg_program_start(code);  // the store queue, last in the chain, hands out the go tokens
+}
+
+// code's branch and loop targets moved by `offset` instructions (code placed at that index).
+inline void relocate(std::vector<isa::Instr>& code, uint64_t offset) {
+  for (auto& i : code)
+    if (isa::find_field(isa::desc(i.op), "target") != nullptr) i.f.target += offset;
+}
+
+// A program's instructions, decoded (throws IsaError for a word that does not decode cleanly).
+inline std::vector<isa::Instr> instrs(const isa::Program& prog) {
+  std::vector<isa::Instr> out;
+  out.reserve(prog.code.size());
+  for (const auto& w : prog.code) {
+    const auto d = isa::decode(w);
+    if (d.err != isa::Err::none) throw isa::IsaError("a program word that does not decode");
+    out.push_back(d.instr);
+  }
+  return out;
+}
+
 inline isa::Program program(const Preset& p, const std::vector<isa::Instr>& code) {
   isa::Program prog;
   prog.preset = p.name;

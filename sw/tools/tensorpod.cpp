@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,9 @@
 #include "compiler.h"
 #include "driver.h"
 #include "isa.h"
+#include "layer_file.h"
 #include "pod_programs.h"
+#include "shard.h"
 #include "slice.h"
 
 namespace {
@@ -74,11 +77,13 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
-// "MxKxN" (count = 3) or "MxKxHxN" (count = 4): positive 32-bit sizes.
+// "MxKxN" (count = 3) or "MxKxHxN" (count = 4), or with count = 0 three or more: positive 32-bit
+// sizes.
 std::vector<uint32_t> parse_shape(const std::string& text, size_t count, const std::string& option) {
   const auto parts = split(text, 'x');
-  if (parts.size() != count)
-    throw UsageError(fmt::format("{} {}: expected {} sizes separated by 'x'", option, text, count));
+  if (count == 0 ? parts.size() < 3 : parts.size() != count)
+    throw UsageError(fmt::format("{} {}: expected {} sizes separated by 'x'", option, text,
+                                 count == 0 ? std::string("3 or more") : std::to_string(count)));
   std::vector<uint32_t> out;
   for (const auto& part : parts) {
     const uint64_t v = parse_u64(part, option);
@@ -138,6 +143,8 @@ void write_report(const std::string& path, const json& report) {
 
 struct RunOptions {
   std::string program, matmul, mlp, backend = "golden", preset, report;
+  std::string slice, shard;  // a sharded run on a slice (cmd_run_sharded)
+  std::string layers, out;   // a layer file with .npy operands; the output as .npy
   bool bias = false, relu = false, demo = false;
   std::string form = "automatic";
   uint64_t seed = 1, timeout = 0;
@@ -266,7 +273,11 @@ json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
 // timed out in about a minute on the RTL, not hours later.
 constexpr uint64_t kProgramTimeout = 5'000'000;
 
+int cmd_run_sharded(const RunOptions& o);
+
 int cmd_run(const RunOptions& o) {
+  if (!o.slice.empty() || !o.shard.empty() || !o.layers.empty()) return cmd_run_sharded(o);
+  if (!o.out.empty()) throw UsageError("run: --out goes with --layers or --slice");
   const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty() + o.demo;
   if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
@@ -609,6 +620,114 @@ int cmd_pod(const PodOptions& o) {
   return ok ? kExitOk : kExitFail;
 }
 
+// ---- tensorpod run --slice WxH --shard SPEC: the sharding compiler ----
+
+namespace {
+
+int cmd_run_sharded(const RunOptions& o) {
+  if (o.mlp.empty() == o.layers.empty())
+    throw UsageError(
+        "run --slice/--shard/--layers: give the chain with exactly one of --mlp MxKxN1x...xNl or --layers FILE");
+  if (!o.program.empty() || !o.matmul.empty() || o.demo || o.bias || o.relu || o.form != "automatic" ||
+      !o.hbm_in.empty() || !o.hbm_out.empty())
+    throw UsageError(
+        "run --slice/--shard: goes with --mlp only (no program file, --matmul, --demo, --bias, --relu, "
+        "--form, --hbm-in or --hbm-out)");
+  const auto [w, h] = o.slice.empty() ? std::pair{1u, 1u} : parse_pair(o.slice, 'x', "--slice");
+  if (w == 0 || h == 0) throw UsageError(fmt::format("--slice {}: an empty slice", o.slice));
+  if (w * h > 64) throw UsageError(fmt::format("--slice {}: at most 64 chips", o.slice));
+  tp::driver::LayerFile file;
+  if (!o.layers.empty()) {
+    file = tp::driver::load_layer_file(o.layers);
+    fmt::print("{}: {}, {} float32 value(s) of x and the weights rounded to bf16\n", o.layers,
+               tp::driver::chain_name(file.chain), file.rounded);
+  } else {
+    file.chain = tp::driver::mlp_chain(parse_shape(o.mlp, 0, "--mlp"));
+    file.operands = tp::driver::random_operands(file.chain, o.seed);
+  }
+  const auto& chain = file.chain;
+  const auto& ops = file.operands;
+  const auto sharding = tp::driver::parse_sharding(o.shard);
+  // The slice is a whole pod of its shape, of the pods' chip preset unless --config says.
+  tp::driver::PodSpec pod;
+  pod.preset = tp::load_preset(o.preset.empty() ? tp::load_pod("").preset : o.preset);
+  pod.name = fmt::format("{}x{}", w, h);
+  pod.kx = w;
+  pod.ky = h;
+  pod.board_x = std::gcd(w, 2u);
+  pod.board_y = std::gcd(h, 2u);
+  // Everything that can be refused is refused before any simulation.
+  const auto plan = tp::driver::compile_sharded(pod.preset, chain, sharding, w, h, ops);
+  fmt::print("{} sharded {} on a {}x{} slice of preset '{}' (n={}), seed {}\n{}", tp::driver::chain_name(chain),
+             tp::driver::sharding_name(plan.sharding), w, h, pod.preset.name, pod.preset.mxu.n, o.seed, plan.summary);
+  std::vector<Backend> backends;
+  if (o.backend == "both") {
+    backends = {Backend::golden, Backend::rtl};
+  } else {
+    backends = {tp::driver::parse_backend(o.backend)};
+  }
+  json report = {{"tool", "tensorpod run"},
+                 {"what", tp::driver::chain_name(chain)},
+                 {"sharding", tp::driver::sharding_name(plan.sharding)},
+                 {"slice", {w, h}},
+                 {"preset", json::parse(tp::preset_json(pod.preset))},
+                 {"runs", json::array()}};
+  bool ok = true;
+  std::vector<std::vector<uint32_t>> outputs;
+  for (const Backend be : backends) {
+    auto s = tp::driver::Slice::open(pod, {0, 0, w, h}, be);
+    const auto r = tp::driver::run_sharded(*s, chain, sharding, ops, o.timeout);
+    const bool rtl = be == Backend::rtl;
+    fmt::print("{} pod: {} in {} cycles{}; {} instructions on the longest chip program, {} collective(s) per chip\n",
+               tp::driver::backend_label(be), r.status.ok() ? "done" : "FAILED", r.status.cycles,
+               rtl ? "" : " (estimate)", r.instructions, r.collectives);
+    if (!r.status.ok()) fmt::print("{}", tp::driver::describe_outcomes(r.status));
+    const bool exact_order = std::none_of(plan.sharding.splits.begin(), plan.sharding.splits.end(),
+                                          [&](auto sp) { return sp == tp::driver::Split::k && plan.group_size > 1; });
+    fmt::print("  check:       {}\n",
+               !r.status.ok() ? std::string("FAIL (the slice did not finish cleanly)")
+               : r.pass       ? fmt::format("PASS (bit-exact with the sharded reference, {} elements)", r.output.size())
+                              : fmt::format("FAIL: {} elements differ from the sharded reference", r.mismatches));
+    if (r.status.ok())
+      fmt::print("  vs 1 chip:   {}\n",
+                 r.one_chip_differences == 0
+                     ? std::string("bit-exact with the 1-chip result")
+                     : fmt::format("{} elements differ{} (largest difference {:.3g} of the largest magnitude)",
+                                   r.one_chip_differences,
+                                   exact_order ? ": the order of additions is the same, so this is a FAIL"
+                                               : ", as the contraction split sums in another order",
+                                   r.one_chip_max_rel));
+    const bool pass = r.pass && (!exact_order || r.one_chip_differences == 0);
+    ok &= pass;
+    outputs.push_back(r.output);
+    report["runs"].push_back({{"backend", tp::driver::backend_label(be)},
+                              {"pass", pass},
+                              {"ok", r.status.ok()},
+                              {"cycles", r.status.cycles},
+                              {"mismatches", r.mismatches},
+                              {"one_chip_differences", r.one_chip_differences},
+                              {"one_chip_max_rel", r.one_chip_max_rel},
+                              {"instructions", r.instructions},
+                              {"collectives", r.collectives},
+                              {"wall_seconds", r.status.wall_seconds}});
+  }
+  if (outputs.size() == 2) {
+    const bool same = ok && outputs[0] == outputs[1];
+    fmt::print("rtl pod vs golden pod: {}\n",
+               same ? fmt::format("bit-exact ({} elements)", outputs[0].size()) : std::string("DIFFERENT"));
+    report["rtl_vs_golden_bit_exact"] = same;
+    ok &= same;
+  }
+  if (!o.out.empty() && !outputs.empty() && !outputs.back().empty()) {
+    tp::driver::save_npy_fp32(o.out, chain.m, chain.layers.back().n, outputs.back());
+    fmt::print("output: {} ({}x{} float32)\n", o.out, chain.m, chain.layers.back().n);
+  }
+  if (!o.report.empty()) write_report(o.report, report);
+  return ok ? kExitOk : kExitFail;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod: assemble, disassemble and run chip programs (docs/chip.md)"};
   app.require_subcommand(1);
@@ -659,6 +778,16 @@ int main(int argc, char** argv) {
                    "cycles (golden: instructions) before giving up (0: automatic; for a program file 5000000)")
       ->capture_default_str();
   run_cmd->add_option("--report", run.report, "write a JSON report to this file");
+  run_cmd->add_option("--slice", run.slice,
+                      "--mlp on a WxH slice (a pod of that shape; --config: the chips' preset, default the pods' "
+                      "default's), sharded by --shard");
+  run_cmd->add_option("--shard", run.shard,
+                      "with --slice: batch=AXES and/or model=AXES[:cols|k|megatron|cols/k/...], axes x, y or xy "
+                      "(docs/compiler.md); --mlp then takes MxKxN1x...xNl");
+  run_cmd->add_option("--layers", run.layers,
+                      "a layer file (JSON) with its operands as .npy files (docs/compiler.md); runs like --mlp, on "
+                      "one chip or with --slice/--shard");
+  run_cmd->add_option("--out", run.out, "--layers/--slice: write the output as a float32 .npy file");
   run_cmd->add_option("--hbm-in", run.hbm_in, "program runs: load a file of 32-bit words into HBM at BEAT:FILE");
   run_cmd->add_option("--hbm-out", run.hbm_out, "program runs: save HBM BEAT:BEATS:FILE after the run");
 

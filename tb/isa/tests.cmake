@@ -20,3 +20,10 @@ target_compile_options(test_compiler PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_compiler PRIVATE tp_driver tp_compiler tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_compiler PROPERTIES LABELS compiler)
 list(APPEND TP_TEST_TARGETS test_compiler)
+
+# The sharding compiler and layer files (.npy) on golden pods.
+add_executable(test_shard ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_shard.cpp)
+target_compile_options(test_shard PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_shard PRIVATE tp_driver tp_tb_util xtensor GTest::gtest_main)
+gtest_discover_tests(test_shard PROPERTIES LABELS compiler)
+list(APPEND TP_TEST_TARGETS test_shard)

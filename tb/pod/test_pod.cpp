@@ -15,6 +15,7 @@
 
 #include "collectives.h"
 #include "pod_programs.h"
+#include "shard.h"
 #include "slice.h"
 #include "tb_util.h"
 
@@ -147,6 +148,36 @@ TEST(Pod, AllReduce1x4Ring) { collective(1, 4, Collective::all_reduce, 50, seed_
 TEST(Pod, AllReduce3x3LinkBitErrors) { collective(3, 3, Collective::all_reduce, 40, seed_or(34), 1e-3); }
 TEST(Pod, ReduceScatter2x2) { collective(2, 2, Collective::reduce_scatter, 45, seed_or(35)); }
 TEST(Pod, AllGather1x4) { collective(1, 4, Collective::all_gather, 13, seed_or(36)); }
+
+// A sharded MLP (sw/driver/shard.h) on the RTL pod and the golden pod: both bit-exact with the
+// sharded reference (the 1-chip result where the order is unchanged), so they agree.
+void sharded(unsigned kx, unsigned ky, const std::vector<uint32_t>& dims, const std::string& sharding, uint64_t seed,
+             double bit_error = 0.0) {
+  const PodSpec p = pod(kx, ky);
+  const SliceShape all{0, 0, kx, ky};
+  const Chain c = mlp_chain(dims);
+  const auto ops = random_operands(c, seed);
+  SCOPED_TRACE(
+      fmt::format("{} sharded {} on a {} pod, seed {}; {}", chain_name(c), sharding, p.name, seed, rerun(seed)));
+  auto gold = Slice::open(p, all, Backend::golden);
+  const auto g = run_sharded(*gold, c, parse_sharding(sharding), ops);
+  ASSERT_TRUE(g.status.ok()) << "golden pod: " << g.status.report;
+  EXPECT_TRUE(g.pass) << "golden pod: " << g.mismatches << " elements differ";
+  auto rtl = Slice::open(p, all, Backend::rtl, options(seed, bit_error));
+  const auto r = run_sharded(*rtl, c, parse_sharding(sharding), ops);
+  ASSERT_TRUE(r.status.ok()) << "rtl pod: " << describe_outcomes(r.status);
+  EXPECT_TRUE(r.pass) << "rtl pod: " << r.mismatches << " elements differ\n" << r.summary;
+  EXPECT_EQ(r.output, g.output) << "rtl and golden pods differ";
+  if (std::getenv("TP_VERBOSE"))
+    fmt::print("{}\n{}golden {} est cycles, rtl {} cycles ({:.2f} s), {} instructions, {} collectives\n", r.what,
+               r.summary, g.status.cycles, r.status.cycles, r.status.wall_seconds, r.instructions, r.collectives);
+}
+
+// Megatron (a cols layer feeding a k layer, then an all-reduce and the epilogue) with the batch
+// over x; column splits with all-gathers on a ring of 4; contraction splits under link errors.
+TEST(Pod, ShardBatchAndModel2x2) { sharded(2, 2, {48, 40, 64, 24}, "batch=x,model=y", seed_or(41)); }
+TEST(Pod, ShardColumns1x4) { sharded(1, 4, {24, 40, 45, 30, 20}, "model=y:cols", seed_or(42)); }
+TEST(Pod, ShardContraction1x2LinkBitErrors) { sharded(1, 2, {20, 72, 32, 16}, "model=y:k", seed_or(43), 1e-3); }
 
 // Every collective on golden pods up to 8x8, sizes that do not divide the chip count, against
 // the host reference.
