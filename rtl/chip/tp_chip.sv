@@ -383,7 +383,7 @@ module tp_chip
   assign u_ready[3] = u_idle[3];
 
   // MXU unit + MXU
-  logic               mw_valid, mw_ready, ma_valid, ma_ready, ma_first, ma_accum;
+  logic               mw_valid, mw_ready, mw_t, ma_valid, ma_ready, ma_first, ma_accum;
   logic [N-1:0][15:0] mw_data, ma_data;
   logic [15:0]        ma_acc;
   logic               acc_rd_valid, acc_rd_ready, acc_rsp_valid;
@@ -413,6 +413,7 @@ module tp_chip
     .mxu_w_valid_o      (mw_valid),
     .mxu_w_ready_i      (mw_ready),
     .mxu_w_data_o       (mw_data),
+    .mxu_w_t_o          (mw_t),
     .mxu_a_valid_o      (ma_valid),
     .mxu_a_ready_i      (ma_ready),
     .mxu_a_data_o       (ma_data),
@@ -429,6 +430,7 @@ module tp_chip
     .w_valid_i        (mw_valid),
     .w_ready_o        (mw_ready),
     .w_data_i         (mw_data),
+    .w_t_i            (mw_t),
     .a_valid_i        (ma_valid),
     .a_ready_o        (ma_ready),
     .a_data_i         (ma_data),

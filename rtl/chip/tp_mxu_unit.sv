@@ -34,6 +34,7 @@ module tp_mxu_unit
   output logic               mxu_w_valid_o,
   input  logic               mxu_w_ready_i,
   output logic [N-1:0][15:0] mxu_w_data_o,
+  output logic               mxu_w_t_o,     // the lw's t: the tile loads transposed
   output logic               mxu_a_valid_o,
   input  logic               mxu_a_ready_i,
   output logic [N-1:0][15:0] mxu_a_data_o,
@@ -53,6 +54,7 @@ module tp_mxu_unit
   /* verilator lint_on UNUSEDSIGNAL */
   logic [31:0]   w_left_q, a_idx_q;
   logic          new_tile_q;
+  logic          w_t_q;  // the current lw's t
   logic          a_req_done;
   // Row jobs whose rows are requested or streaming, oldest first: {acc, rows, accumulate, first}.
   localparam int unsigned JW = 16 + 16 + 1 + 1;
@@ -96,6 +98,7 @@ module tp_mxu_unit
     .data_o   (w_row)
   );
   assign mxu_w_valid_o = w_valid;
+  assign mxu_w_t_o     = w_t_q;
   assign w_fire = w_valid && mxu_w_ready_i;
   for (genvar j = 0; j < N; j++) begin : gen_w_lane
     assign mxu_w_data_o[j] = w_row[j*32+:16];
@@ -147,6 +150,7 @@ module tp_mxu_unit
       w_left_q     <= '0;
       a_idx_q      <= '0;
       new_tile_q   <= 1'b0;
+      w_t_q        <= 1'b0;
       lw_started_q <= '0;
       lw_done_q    <= '0;
       mm_rows_q    <= '0;
@@ -156,6 +160,7 @@ module tp_mxu_unit
         w_left_q     <= 32'(N);
         lw_started_q <= lw_started_q + 1;
         new_tile_q   <= 1'b1;
+        w_t_q        <= lw_t(instr_i);
       end else if (w_fire) begin
         w_left_q <= w_left_q - 1;
         if (w_left_q == 1) begin

@@ -14,6 +14,7 @@ module tp_mxu #(
   input  logic               w_valid_i,
   output logic               w_ready_o,
   input  logic [N-1:0][15:0] w_data_i,
+  input  logic               w_t_i,  // the tile's rows are its columns (a transposed load)
   // Activation rows.
   input  logic               a_valid_i,
   output logic               a_ready_o,
@@ -54,6 +55,7 @@ module tp_mxu #(
     .w_valid_i,
     .w_ready_o,
     .w_data_i,
+    .w_t_i,
     .a_valid_i,
     .a_ready_o,
     .a_data_i,

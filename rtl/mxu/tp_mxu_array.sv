@@ -18,10 +18,12 @@ module tp_mxu_array
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
-  // Weight rows into the shadow buffer, rows 0 .. N-1 of a tile in order.
+  // Weight rows into the shadow buffer, rows 0 .. N-1 of a tile in order; with w_t_i (the same
+  // for every row of a tile) row r is column r of the tile: the tile loads transposed.
   input  logic                   w_valid_i,
   output logic                   w_ready_o,
   input  logic [N-1:0][15:0]     w_data_i,
+  input  logic                   w_t_i,
   // Activation rows. a_first_i switches to the shadow tile (which must be fully loaded).
   input  logic                   a_valid_i,
   output logic                   a_ready_o,
@@ -168,7 +170,8 @@ module tp_mxu_array
   // delayed assignments to arrays inside loops it keeps as loops).
   for (genvar j = 0; j < N; j++) begin : gen_col
     always_ff @(posedge clk_i) begin
-      if (w_we) wbuf_q[!act_q][wrow_q][j] <= w_data_i[j];
+      if (w_we && !w_t_i) wbuf_q[!act_q][wrow_q][j] <= w_data_i[j];
+      if (w_we && w_t_i) wbuf_q[!act_q][j][wrow_q] <= w_data_i[j];
       if (adv) ihist_q[cyc_q[HW-1:0]][j] <= in_data[j];
     end
   end

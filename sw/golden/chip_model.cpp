@@ -468,7 +468,8 @@ void ChipModel::execute(unsigned q) {
       std::vector<uint16_t> tile(std::size_t{n_} * n_);
       for (unsigned i = 0; i < n_; ++i)
         for (unsigned j = 0; j < n_; ++j)
-          tile[std::size_t{i} * n_ + j] = static_cast<uint16_t>(vmem_[(f.vaddr + i) * n_ + j] & 0xffffu);
+          tile[f.t ? std::size_t{j} * n_ + i : std::size_t{i} * n_ + j] =
+              static_cast<uint16_t>(vmem_[(f.vaddr + i) * n_ + j] & 0xffffu);  // t: row i is column i
       mxu_.load_weights(tile);
       switch_pending_ = true;
       break;

@@ -185,7 +185,11 @@ struct Gen {
       ld.vaddr = in, ld.haddr = pick(0, 4000), ld.rows = rows, ld.cols = cols, ld.hstride = pick(cols, cols + 5);
       fence(0, 0, kLdM);
       // MXU
-      emit(Op::mxu_lw, i == 0 ? kW : kNone).f.vaddr = w0 + n * pick(0, 1);
+      {
+        auto& lw = emit(Op::mxu_lw, i == 0 ? kW : kNone).f;
+        lw.vaddr = w0 + n * pick(0, 1);
+        lw.t = pick(0, 1);  // plain or transposed
+      }
       if (i >= 2) fence(1, kFreeAcc, 0);
       auto& mm = emit(Op::mxu_mm, kLdM, kMmV).f;
       mm.vaddr = in, mm.acc = acc, mm.rows = k;
@@ -593,7 +597,7 @@ TEST_P(ChipErrors, SameErrorOnBothBackends) {
 
 const BadProgram kBad[] = {
     {"illegal_opcode", Err::illegal_opcode, 1, "dma.ld 0, 0, 1, 1, 1\n.word 0, 0xfc00000000000000\nhalt\n"},
-    {"reserved_bits", Err::bad_field, 0, ".word 0x100000, 0x0400000000000000\nhalt\n"},  // mxu.lw, bit 20 set
+    {"reserved_bits", Err::bad_field, 0, ".word 0x200000, 0x0400000000000000\nhalt\n"},  // mxu.lw, bit 21 set
     {"zero_rows", Err::bad_field, 1, "fence load\ndma.ld 0, 0, 0, 1, 1\nhalt\n"},
     {"zero_cols", Err::bad_field, 0, "dma.st 0, 0, 1, 0, 1\nhalt\n"},
     {"vmem_range_dma", Err::vmem_range, 0, "dma.ld V-4, 0, 2, 3, 3\nhalt\n"},

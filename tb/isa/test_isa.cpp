@@ -635,7 +635,7 @@ TEST(IsaAsm, ErrorsNameFileLineColumnAndToken) {
       {"halt\nmxu.lw 0x", "t.s:2:8: bad number '0x'"},
       {"mxu.lw foo", "t.s:1:8: unknown name 'foo'"},
       {"mxu.lw W+1", "t.s:1:8: unknown name 'W'"},
-      {"mxu.lw 1, 2", "t.s:1:11: too many operands for mxu.lw (it takes 1) '2'"},
+      {"mxu.lw 1, 0, 2", "t.s:1:14: too many operands for mxu.lw (it takes 2) '2'"},
       {"a: halt\na: halt", "t.s:2:1: redefinition of 'a'"},
       {".set a, 1\na: halt", "t.s:1:6: redefinition of 'a'"},
       {".set inf, 1", "t.s:1:6: bad constant name 'inf'"},

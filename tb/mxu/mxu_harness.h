@@ -61,6 +61,7 @@ class MxuHarness {
     top_->clk_i = 0;
     top_->rst_ni = 0;
     top_->w_valid_i = 0;
+    top_->w_t_i = 0;
     top_->a_valid_i = 0;
     if constexpr (kHasAcc) {
       top_->rd_valid_i = 0;
@@ -96,10 +97,17 @@ class MxuHarness {
   unsigned n() const { return n_; }
   uint64_t cycles() const { return cycles_; }
 
-  // Queue an n x n weight tile (row-major) for the shadow buffer.
-  void queue_weights(std::span<const uint16_t> tile) {
+  // Queue an n x n weight tile (row-major) for the shadow buffer. transposed: present it as a
+  // transposed load (w_t_i, row r of the stimulus is column r of the tile), so the MXU must hold
+  // the same tile.
+  void queue_weights(std::span<const uint16_t> tile, bool transposed = false) {
     if (tile.size() != std::size_t{n_} * n_) throw std::invalid_argument("queue_weights: tile must be n*n");
-    for (unsigned i = 0; i < n_; ++i) wq_.emplace_back(tile.begin() + i * n_, tile.begin() + (i + 1) * n_);
+    for (unsigned i = 0; i < n_; ++i) {
+      std::vector<uint16_t> row(n_);
+      for (unsigned j = 0; j < n_; ++j)
+        row[j] = transposed ? tile[std::size_t{j} * n_ + i] : tile[std::size_t{i} * n_ + j];
+      wq_.push_back({std::move(row), transposed});
+    }
   }
 
   // Queue one activation row. tag = accumulator address | accumulate << 16 on tp_mxu.
@@ -163,7 +171,8 @@ class MxuHarness {
     std::bernoulli_distribution w_gap(stim_.w_gap), a_gap(stim_.a_gap), stall(stim_.out_stall);
     // Present new transfers (valid and payload stay put until accepted).
     if (!w_hold_ && !wq_.empty() && !(stim_.w_gap > 0 && w_gap(rng_))) {
-      for (unsigned j = 0; j < n_; ++j) set_lane<16>(top_->w_data_i, j, wq_.front()[j]);
+      for (unsigned j = 0; j < n_; ++j) set_lane<16>(top_->w_data_i, j, wq_.front().data[j]);
+      top_->w_t_i = wq_.front().t ? 1 : 0;
       top_->w_valid_i = 1;
       w_hold_ = true;
     }
@@ -259,7 +268,11 @@ class MxuHarness {
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Top> top_;
   std::unique_ptr<VerilatedFstC> trace_;
-  std::deque<std::vector<uint16_t>> wq_;
+  struct WRow {
+    std::vector<uint16_t> data;
+    bool t;
+  };
+  std::deque<WRow> wq_;
   std::deque<Row> aq_;
   std::deque<unsigned> rq_;
   bool w_hold_ = false, a_hold_ = false, r_hold_ = false;

@@ -112,6 +112,40 @@ TEST_F(Mxu, ArrayRandomTilesWithStallsOnAllSides) {
   }
 }
 
+// Transposed weight loads (mxu.lw t=1, w_t_i): tiles loaded as their columns, mixed with plain
+// loads, under stalls; the array must hold each tile as the golden model does.
+TEST_F(Mxu, ArrayTransposedTiles) {
+  Array h(n_, stim(0.2, 0.2, 0.3));
+  MxuModel model(n_, 1);
+  std::vector<ArrayResult> want;
+  const ValueMix mix{110, 140, 0.02};
+  uint32_t tag = 0;
+  unsigned transposed = 0;
+  for (unsigned t = 0; t < (n_ <= 8 ? 40u : 12u); ++t) {
+    const auto w = random_bf16s(rng_, std::size_t{n_} * n_, mix);
+    const bool tr = rng_() % 2 == 0;
+    transposed += tr;
+    h.queue_weights(w, tr);
+    model.load_weights(w);
+    model.switch_tile();
+    const unsigned rows = 1 + static_cast<unsigned>(rng_() % (2 * n_));
+    for (unsigned r = 0; r < rows; ++r) {
+      const auto a = random_bf16s(rng_, n_, mix);
+      const uint32_t this_tag = tag++ & 0x1ffffu;
+      h.queue_row(a, r == 0, this_tag);
+      want.push_back({this_tag, model.row(a)});
+    }
+  }
+  ASSERT_GT(transposed, 0u);
+  h.run();
+  const auto& got = h.results();
+  ASSERT_EQ(got.size(), want.size()) << "rows lost or duplicated (seed " << seed_ << ")";
+  for (std::size_t i = 0; i < want.size(); ++i)
+    for (unsigned j = 0; j < n_; ++j)
+      ASSERT_EQ(got[i].data[j], want[i].data[j]) << fmt::format(
+          "row {} column {}: {:#010x} vs golden {:#010x} (seed {})", i, j, got[i].data[j], want[i].data[j], seed_);
+}
+
 TEST_F(Mxu, ArrayTileSwitchCostsNoBubble) {
   // Full-rate stream: tiles of 2n rows, weights always offered. After the first tile is loaded,
   // every cycle takes a row: cycles = first load + rows + pipeline latency, no stall.
