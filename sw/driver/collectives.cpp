@@ -164,10 +164,15 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
   if (segment) {
     isa::build::seg_begin(code);
     if (p > 1) {
-      // Ready: this chip's VMEM is free for the chip that sends to it; and wait until the chip
-      // it sends to says the same (the ICI queue runs in order: every send below waits too).
+      // The ICI queue's gate: a token from the load queue, once past its go token. It is
+      // kAgArrived, which only the ICI queue takes and no transfer can have counted yet (the chip
+      // before sends nothing until it has this chip's ready token). Then ready: this chip's VMEM
+      // is free for the chip that sends to it; and wait until the chip it sends to says the same
+      // (the ICI queue runs in order: every send below waits too).
+      constexpr unsigned kIciGate = kAgArrived;
+      add(fence(kLoad, 0, kIciGate));
       const uint64_t tok = isa::build::seg_token_row(pr);
-      add(send(tok, tok, 1, prv % c.w, prv / c.w, isa::build::kSegReady, 0));
+      add(send(tok, tok, 1, prv % c.w, prv / c.w, isa::build::kSegReady, kIciGate));
       add(fence(kIci, isa::build::kSegReady, 0));
     }
   }

@@ -3,7 +3,8 @@
 add_library(tp_driver ${CMAKE_CURRENT_LIST_DIR}/driver.cpp ${CMAKE_CURRENT_LIST_DIR}/golden_chip.cpp
                       ${CMAKE_CURRENT_LIST_DIR}/slice.cpp ${CMAKE_CURRENT_LIST_DIR}/pod_programs.cpp
                       ${CMAKE_CURRENT_LIST_DIR}/collectives.cpp ${CMAKE_CURRENT_LIST_DIR}/shard.cpp
-                      ${CMAKE_CURRENT_LIST_DIR}/layer_file.cpp)
+                      ${CMAKE_CURRENT_LIST_DIR}/layer_file.cpp ${CMAKE_CURRENT_LIST_DIR}/segments.cpp
+                      ${CMAKE_CURRENT_LIST_DIR}/train.cpp)
 target_include_directories(tp_driver PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_compile_options(tp_driver PRIVATE ${TP_WARNINGS})
 target_link_libraries(tp_driver PUBLIC tp_chip_model tp_compiler tp_isa tp_config tp_golden fmt::fmt)

@@ -2,6 +2,7 @@
 #include "layer_file.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 #include <fstream>
@@ -29,6 +30,22 @@ Npy read_npy(const std::filesystem::path& path, const std::string& what) {
   auto fail = [&](const std::string& why) { return DriverError(fmt::format("{} ({}): {}", path.string(), what, why)); };
   if (!std::filesystem::is_regular_file(path)) throw fail("no such file");
   Npy out;
+  // xtensor reads what the header promises and does not check the file holds it: the data's
+  // size must be the shape's elements times the item size, exactly.
+  const auto check_size = [&](std::size_t item) {
+    std::ifstream f(path, std::ios::binary);
+    char head[12] = {};
+    f.read(head, sizeof head);
+    const auto u8 = [&](int i) { return static_cast<uint64_t>(static_cast<unsigned char>(head[i])); };
+    const bool v1 = u8(6) == 1;
+    const uint64_t offset = v1 ? 10 + (u8(8) | u8(9) << 8) : 12 + (u8(8) | u8(9) << 8 | u8(10) << 16 | u8(11) << 24);
+    uint64_t elems = 1;
+    for (const auto d : out.shape) elems *= d;
+    const uint64_t size = std::filesystem::file_size(path);
+    if (size != offset + elems * item)
+      throw fail(fmt::format("the header's shape {} needs {} bytes of data, the file has {}", fmt::join(out.shape, "x"),
+                             elems * item, size > offset ? size - offset : 0));
+  };
   auto take = [&](const auto& a, auto& dst) {
     out.shape.assign(a.shape().begin(), a.shape().end());
     dst.clear();
@@ -43,6 +60,7 @@ Npy read_npy(const std::filesystem::path& path, const std::string& what) {
   };
   try {
     take(xt::load_npy<float>(path.string()), out.f32);
+    check_size(4);
   } catch (const DriverError&) {
     throw;
   } catch (const std::runtime_error& e) {
@@ -51,6 +69,7 @@ Npy read_npy(const std::filesystem::path& path, const std::string& what) {
     try {
       take(xt::load_npy<uint16_t>(path.string()), out.u16);
       out.is_u16 = true;
+      check_size(2);
     } catch (const DriverError&) {
       throw;
     } catch (const std::runtime_error&) {
@@ -117,6 +136,8 @@ LayerFile load_layer_file(const std::filesystem::path& file) {
                                     fmt::join(w.shape, "x"), k));
     ChainLayer cl;
     cl.n = static_cast<uint32_t>(w.shape[1]);
+    if (l.contains("relu") && !l["relu"].is_boolean())
+      throw DriverError(fmt::format("{}: {}: \"relu\" must be true or false", name, where));
     cl.relu = l.value("relu", false);
     cl.bias = l.contains("b");
     out.operands.w.push_back(as_bf16(w, out.rounded));

@@ -12,6 +12,7 @@
 
 #include "fp.h"
 #include "instr_build.h"
+#include "segments.h"
 
 namespace tp::driver {
 
@@ -66,94 +67,6 @@ std::vector<uint16_t> low16(const std::vector<uint32_t>& v) {
   return out;
 }
 
-// VMEM rows a segment may use: all but the last (the ready token's, instr_build.h).
-uint32_t data_vmem(const Preset& p) { return p.chip.vmem_rows - 1; }
-
-// Row ranges (first, rows) of an all-reduce over `rows` rows on p chips, each fitting VMEM.
-std::vector<std::pair<uint64_t, uint32_t>> reduce_chunks(const Preset& pr, uint64_t rows, unsigned p) {
-  // Layout: input R, p - 1 receive buffers of ceil(R / p), output R (collectives.cpp).
-  uint64_t cap = std::min<uint64_t>(0x7fff, data_vmem(pr));
-  while (cap > 0 && 2 * cap + (p - 1) * ceil_div(cap, p) > data_vmem(pr)) --cap;
-  if (cap < 2 * uint64_t{p})
-    throw DriverError(fmt::format("an all-reduce over {} chips does not fit the {} VMEM rows of preset '{}'", p,
-                                  pr.chip.vmem_rows, pr.name));
-  const uint64_t count = ceil_div(rows, cap);
-  std::vector<std::pair<uint64_t, uint32_t>> out;
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t a = i * rows / count, b = (i + 1) * rows / count;
-    out.push_back({a, static_cast<uint32_t>(b - a)});
-  }
-  return out;
-}
-
-// The reference of the vector epilogue on one element: + bias, ReLU, the bf16 rounding.
-uint32_t epilogue_ref(uint32_t v, const uint32_t* bias, bool relu, bool bf16) {
-  if (bias) v = golden::fp32_add(v, *bias);
-  if (relu) v = reference_relu(v);
-  if (bf16) v = golden::fp32_to_bf16(v);
-  return v;
-}
-
-// The epilogue segment: from S (m x nb beats, fp32) the beats [c0, c0 + cw) of every row, + the
-// bias row's beat (bias: nb beats at bias_beat), ReLU, bf16, to dst (m x cw beats). Column beat
-// by column beat (a strided dma.ld of one beat per row), in chunks of rows, double buffered.
-std::vector<Instr> epilogue_segment(const Preset& pr, uint64_t s_beat, uint32_t m, uint32_t nb,
-                                    std::optional<uint64_t> bias_beat, bool relu, bool bf16, uint64_t dst_beat,
-                                    uint32_t c0, uint32_t cw) {
-  constexpr unsigned kFull = 1, kDone = 2, kFree = 3, kBias = 4;
-  constexpr unsigned kLoad = isa::build::kUnitLoad, kVec = isa::build::kUnitVec;
-  const uint64_t base = bias_beat ? nb : 0;
-  const uint64_t mc = std::min<uint64_t>({m, (data_vmem(pr) - base) / 2, 0x7fff});
-  if (mc == 0)
-    throw DriverError(fmt::format("the epilogue of a {}-beat row does not fit the VMEM of preset '{}'", nb, pr.name));
-  std::vector<Instr> code;
-  isa::build::seg_begin(code);
-  code.push_back(isa::build::fence(kLoad, 0, kFree));
-  code.push_back(isa::build::fence(kLoad, 0, kFree));
-  if (bias_beat) {
-    code.push_back(isa::build::dma(Op::dma_ld, 0, *bias_beat, nb, 1, 1, 0, kBias));
-    code.push_back(isa::build::fence(kVec, kBias, 0));
-  }
-  unsigned t = 0;
-  for (uint32_t c = c0; c < c0 + cw; ++c) {
-    for (uint64_t r0 = 0; r0 < m; r0 += mc, ++t) {
-      const uint64_t rows = std::min<uint64_t>(mc, m - r0), buf = base + (t % 2) * mc;
-      code.push_back(isa::build::dma(Op::dma_ld, buf, s_beat + r0 * nb + c, rows, 1, nb, kFree, kFull));
-      std::vector<Instr> ops;
-      if (bias_beat) {
-        Instr a = isa::build::vec(Op::vadd, buf, buf, rows, 0, 0);
-        a.f.b = c;
-        a.f.b_bcast = 1;
-        ops.push_back(a);
-      }
-      if (relu) ops.push_back(isa::build::vec(Op::vrelu, buf, buf, rows, 0, 0));
-      if (bf16) ops.push_back(isa::build::vec(Op::vcvtbf, buf, buf, rows, 0, 0));
-      if (ops.empty()) ops.push_back(isa::build::vec(Op::vmov, buf, buf, rows, 0, 0));
-      ops.front().wait = kFull;
-      ops.back().signal = kDone;
-      code.insert(code.end(), ops.begin(), ops.end());
-      code.push_back(isa::build::dma(Op::dma_st, buf, dst_beat + r0 * cw + (c - c0), rows, 1, cw, kDone, kFree));
-    }
-  }
-  isa::build::seg_end(code, {{kLoad, kFree, 2}});
-  return code;
-}
-
-// A compiled run of layers as a segment: the program without its halt, between seg_begin and
-// seg_end (which takes the compiler's leftover tokens).
-std::vector<Instr> compute_segment(const Preset& data_preset, const std::vector<MatmulLayer>& layers, uint64_t at) {
-  std::vector<Instr> body = isa::build::instrs(compiler::compile(data_preset, layers));
-  if (body.empty() || body.back().op != Op::halt)
-    throw DriverError("compute segment: the program does not end in halt");
-  body.pop_back();
-  std::vector<Instr> code;
-  isa::build::seg_begin(code);
-  isa::build::relocate(body, at + code.size());
-  code.insert(code.end(), body.begin(), body.end());
-  isa::build::seg_end(code, compiler::leftover_tokens());
-  return code;
-}
-
 }  // namespace
 
 // ---- chains and shardings -------------------------------------------------------------------
@@ -189,6 +102,8 @@ Sharding parse_sharding(std::string_view text) {
     if (m == 0) throw DriverError(fmt::format("--shard '{}': '{}' names no axis", text, part));
     return m;
   };
+  if (!text.empty() && (text.back() == ',' || text.front() == ','))
+    throw DriverError(fmt::format("--shard '{}': an empty part", text));
   size_t at = 0;
   while (at < text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());
@@ -259,6 +174,21 @@ ChainOperands random_operands(const Chain& c, uint64_t seed) {
   return o;
 }
 
+void check_chain(const Preset& p, const Chain& c) {
+  if (c.m == 0 || c.k == 0 || c.layers.empty()) throw DriverError(fmt::format("{}: an empty chain", chain_name(c)));
+  // Every operand at least once in a chip's HBM (a sharded chip holds less, but x and one layer's
+  // weights or activations at least): more than that cannot run on any slice.
+  uint64_t words = uint64_t{c.m} * c.k, k = c.k;
+  for (size_t i = 0; i < c.layers.size(); ++i) {
+    if (c.layers[i].n == 0) throw DriverError(fmt::format("{}: layer {} has no columns", chain_name(c), i));
+    words = std::max(words, k * c.layers[i].n);
+    k = c.layers[i].n;
+  }
+  if (words > p.chip.hbm_beats * uint64_t{p.mxu.n})
+    throw DriverError(fmt::format("{}: a matrix of {} words does not fit the {} HBM beats of preset '{}'",
+                                  chain_name(c), words, p.chip.hbm_beats, p.name));
+}
+
 void check_operands(const Chain& c, const ChainOperands& o) {
   if (c.m == 0 || c.k == 0 || c.layers.empty()) throw DriverError(fmt::format("{}: an empty chain", chain_name(c)));
   if (o.x.size() != uint64_t{c.m} * c.k)
@@ -304,7 +234,7 @@ class ShardBuilder {
  public:
   ShardBuilder(const Preset& pr, const Chain& c, const Sharding& s, unsigned w, unsigned h, const ChainOperands& o)
       : pr_(pr), data_pr_(pr), c_(c), o_(o), n_(pr.mxu.n) {
-    data_pr_.chip.vmem_rows = data_vmem(pr);
+    data_pr_.chip.vmem_rows = seg::data_vmem(pr);
     out_.chain = c;
     out_.sharding = s;
     out_.sharding.every.reset();  // resolved into splits
@@ -383,8 +313,8 @@ class ShardBuilder {
     // Splits, one per layer.
     auto& sp = out_.sharding.splits;
     const size_t layers = c_.layers.size();
-    if (s.model == 0) {
-      sp.assign(layers, Split::cols);
+    if (s.model == 0 || out_.group_size == 1) {
+      sp.assign(layers, Split::cols);  // a model group of one chip: every layer is whole
     } else if (s.every) {
       sp.assign(layers, *s.every);
     } else if (sp.empty()) {
@@ -431,7 +361,7 @@ class ShardBuilder {
   // Compute waiting to be compiled (consecutive layers without communication are one program).
   void flush(unsigned k) {
     if (pending_[k].empty()) return;
-    const auto seg = compute_segment(data_pr_, pending_[k], code_[k].size());
+    const auto seg = seg::compute(data_pr_, pending_[k], code_[k].size());
     code_[k].insert(code_[k].end(), seg.begin(), seg.end());
     pending_[k].clear();
   }
@@ -501,7 +431,7 @@ class ShardBuilder {
     // The all-gather of the column blocks into the full activation, in row chunks.
     flush_all();
     const uint64_t f_beat = alloc(uint64_t{mmax_} * nb);
-    const uint64_t cap = data_vmem(pr_) / (q + 1);  // input R + q blocks of R
+    const uint64_t cap = seg::data_vmem(pr_) / (q + 1);  // input R + q blocks of R
     const uint32_t mr_max = static_cast<uint32_t>(std::min<uint64_t>(cap / bl.per, 0x7fff / bl.per));
     if (mr_max == 0)
       throw DriverError(
@@ -590,7 +520,7 @@ class ShardBuilder {
         std::copy(packed.begin(), packed.end(), parts[m].begin());
       }
       sums[b].assign(r_all * n_, 0u);
-      const auto chunks = reduce_chunks(pr_, r_all, q);
+      const auto chunks = seg::reduce_chunks(pr_, r_all, q);
       segs = std::max<unsigned>(segs, static_cast<unsigned>(chunks.size()));
       for (const auto& [r0, rn] : chunks) {
         CollectivePlan p;
@@ -627,13 +557,13 @@ class ShardBuilder {
       if (next_k) {
         const auto [c0, cn] = block_cols(nbl, model_[k], L.n, n_);
         if (cn)
-          append(k, epilogue_segment(pr_, s_beat, rows, nb, L.bias ? std::optional<uint64_t>(b_beat) : std::nullopt,
-                                     L.relu, !last, e_beat, nbl.first(model_[k]), nbl.count(model_[k])));
+          append(k, seg::epilogue(pr_, s_beat, rows, nb, L.bias ? std::optional<uint64_t>(b_beat) : std::nullopt,
+                                  L.relu, !last, e_beat, nbl.first(model_[k]), nbl.count(model_[k])));
         cur_[k] = {e_beat, rows, cn};
       } else {
         if (ops)
-          append(k, epilogue_segment(pr_, s_beat, rows, nb, L.bias ? std::optional<uint64_t>(b_beat) : std::nullopt,
-                                     L.relu, !last, e_beat, 0, nb));
+          append(k, seg::epilogue(pr_, s_beat, rows, nb, L.bias ? std::optional<uint64_t>(b_beat) : std::nullopt,
+                                  L.relu, !last, e_beat, 0, nb));
         cur_[k] = {e_beat, rows, L.n};
         if (last) {
           const auto [rows0, rn] = group_rows(batch_[k]);
@@ -648,7 +578,7 @@ class ShardBuilder {
       std::vector<uint32_t> v(s.size());
       for (uint64_t r = 0; r < rows; ++r)
         for (uint64_t j = 0; j < L.n; ++j)
-          v[r * L.n + j] = epilogue_ref(s[r * L.n + j], L.bias ? &o_.b[i][j] : nullptr, L.relu, !last);
+          v[r * L.n + j] = seg::epilogue_ref(s[r * L.n + j], L.bias ? &o_.b[i][j] : nullptr, L.relu, !last);
       if (last) final_[b] = v;
       acts_[b] = low16(v);
     }
@@ -689,6 +619,7 @@ class ShardBuilder {
 
 ShardProgram compile_sharded(const Preset& pr, const Chain& c, const Sharding& s, unsigned w, unsigned h,
                              const ChainOperands& o) {
+  check_chain(pr, c);
   check_operands(c, o);
   if (w == 0 || h == 0) throw DriverError("an empty slice");
   return ShardBuilder(pr, c, s, w, h, o).build();

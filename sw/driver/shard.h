@@ -77,6 +77,9 @@ struct ChainOperands {
   std::vector<std::vector<uint16_t>> w;
   std::vector<std::vector<uint32_t>> b;
 };
+// Throws DriverError for an empty chain or one with a matrix larger than a chip's HBM (checked
+// before any operand is drawn).
+void check_chain(const Preset&, const Chain&);
 ChainOperands random_operands(const Chain&, uint64_t seed);  // as run_mlp draws them
 // Throws DriverError when the sizes do not match the chain.
 void check_operands(const Chain&, const ChainOperands&);

@@ -71,27 +71,31 @@ inline isa::Instr halt() {
 // ---- Segments: programs built from pieces (sw/driver/shard.h, docs/compiler.md "Sharding") ----
 //
 // A sharded chip program is a row of segments (a compiled layer chain, a collective, a vector
-// epilogue) and a halt, each free to use semaphores and VMEM afresh. The hand-over:
-//   seg_end    a chain of fences through every queue (mxu, vector, ICI, load, store; semaphores
-//              kSegChain), each after that queue's last instruction of the segment and the
-//              fences that take the segment's leftover counts (its free-buffer tokens); then
-//              the store queue signals one "go" token per queue (kSegGo).
-//   seg_begin  one fence per queue (load, mxu, vector, ICI) that takes its go token; the store
-//              queue needs none (its go tokens come after the segment before, in its own order).
-// So once a queue's next segment starts, every queue is done with the segment before and every
-// semaphore that segment used is at 0. Each go semaphore is one that only that queue takes in
-// every kind of segment (the compiler's LAYER, ACC_FREE and BIAS: load, mxu and vector; 15 is
-// free), and the chain's semaphores only the protocol uses, so no two queues ever wait for the
-// same semaphore at once. seg_program_start() gives the first segment its go tokens.
-// A segment that receives over ICI first tells the chip that sends to it that it is ready: a
-// one-row ici.send into the sender's VMEM row seg_token_row() (the last row of VMEM, which no
-// segment uses for data) with rsem kSegReady, which the sender's first transfer waits for.
+// epilogue, ...) and a halt, each free to use semaphores and VMEM afresh. The hand-over:
+//   seg_end    a chain of fences through every queue (mxu, vector, ICI, load, store; one
+//              semaphore per link, kSegChain), each after that queue's last instruction of the
+//              segment and the fences that take the segment's leftover counts (its free-buffer
+//              tokens); then the store queue signals one "go" token for each of the load, mxu and
+//              vector queues (kSegGo).
+//   seg_begin  one fence in each of those queues that takes its go token. The store queue needs
+//              none (its next instructions come after the chain in its own order); a segment
+//              that uses the ICI queue gates it itself from its load queue (collectives.cpp).
+// So once a queue starts the next segment, every queue is done with the segment before and
+// every semaphore it used is at 0. Only a queue's head instruction waits, so two instructions
+// conflict only if they are the heads of two queues waiting for the same semaphore at once (one
+// could take the other's count). The chain's semaphores are the protocol's alone, each waited by
+// one queue; a go token (and the ICI gate) is only ever signalled once the segment before is
+// complete, so whichever of its takers gets a count is rightly released. The go semaphores are
+// ones each segment kind takes in that queue only (the compiler's LAYER, ACC_FREE and BIAS).
+// seg_program_start() gives the first segment its go tokens.
+// A collective segment first tells the chip that sends to it that it is ready: a one-row
+// ici.send into the sender's VMEM row seg_token_row() (the last row of VMEM, which no segment
+// uses for data) with rsem kSegReady, which the sender's first transfer waits for.
 inline constexpr unsigned kSegLayer = 10, kSegReady = 14;
-inline constexpr std::array<unsigned, 3> kSegChain = {11, 12, 13};
-// Go tokens: load, mxu, vector, ICI.
-inline constexpr std::array<unsigned, 4> kSegGo = {kSegLayer, 6, 9, 15};
-inline constexpr std::array<unsigned, 4> kSegGoUnits = {kUnitLoad, static_cast<unsigned>(isa::Unit::mxu), kUnitVec,
-                                                        kUnitIci};
+inline constexpr std::array<unsigned, 4> kSegChain = {11, 12, 13, 15};
+// Go tokens: load, mxu, vector.
+inline constexpr std::array<unsigned, 3> kSegGo = {kSegLayer, 6, 9};
+inline constexpr std::array<unsigned, 3> kSegGoUnits = {kUnitLoad, static_cast<unsigned>(isa::Unit::mxu), kUnitVec};
 inline uint64_t seg_token_row(const Preset& p) { return p.chip.vmem_rows - 1; }
 
 inline void seg_program_start(std::vector<isa::Instr>& code) {
@@ -117,7 +121,7 @@ inline void seg_end(std::vector<isa::Instr>& code, const std::vector<Drain>& dra
       if (d.unit == order[q])
         for (unsigned c = 0; c < d.count; ++c) code.push_back(fence(order[q], d.sem, 0));
     if (q + 1 < order.size()) {
-      prev = kSegChain[q % kSegChain.size()];
+      prev = kSegChain[q];
       code.push_back(fence(order[q], 0, prev));
     }
   }

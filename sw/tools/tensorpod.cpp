@@ -23,6 +23,7 @@
 #include "pod_programs.h"
 #include "shard.h"
 #include "slice.h"
+#include "train.h"
 
 namespace {
 
@@ -633,9 +634,16 @@ int cmd_run_sharded(const RunOptions& o) {
     throw UsageError(
         "run --slice/--shard: goes with --mlp only (no program file, --matmul, --demo, --bias, --relu, "
         "--form, --hbm-in or --hbm-out)");
-  const auto [w, h] = o.slice.empty() ? std::pair{1u, 1u} : parse_pair(o.slice, 'x', "--slice");
-  if (w == 0 || h == 0) throw UsageError(fmt::format("--slice {}: an empty slice", o.slice));
-  if (w * h > 64) throw UsageError(fmt::format("--slice {}: at most 64 chips", o.slice));
+  unsigned w = 1, h = 1;
+  if (!o.slice.empty()) {
+    const auto parts = split(o.slice, 'x');
+    if (parts.size() != 2) throw UsageError(fmt::format("--slice '{}': expected WxH", o.slice));
+    const uint64_t pw = parse_u64(parts[0], "--slice"), ph = parse_u64(parts[1], "--slice");
+    if (pw == 0 || ph == 0 || pw > 64 || ph > 64 || pw * ph > 64)
+      throw UsageError(fmt::format("--slice {}: 1 to 64 chips, at most 64 along each axis", o.slice));
+    w = static_cast<unsigned>(pw);
+    h = static_cast<unsigned>(ph);
+  }
   tp::driver::LayerFile file;
   if (!o.layers.empty()) {
     file = tp::driver::load_layer_file(o.layers);
@@ -643,7 +651,6 @@ int cmd_run_sharded(const RunOptions& o) {
                tp::driver::chain_name(file.chain), file.rounded);
   } else {
     file.chain = tp::driver::mlp_chain(parse_shape(o.mlp, 0, "--mlp"));
-    file.operands = tp::driver::random_operands(file.chain, o.seed);
   }
   const auto& chain = file.chain;
   const auto& ops = file.operands;
@@ -656,10 +663,13 @@ int cmd_run_sharded(const RunOptions& o) {
   pod.ky = h;
   pod.board_x = std::gcd(w, 2u);
   pod.board_y = std::gcd(h, 2u);
+  tp::driver::check_chain(pod.preset, chain);  // before drawing operands of an impossible size
+  if (o.layers.empty()) file.operands = tp::driver::random_operands(chain, o.seed);
   // Everything that can be refused is refused before any simulation.
   const auto plan = tp::driver::compile_sharded(pod.preset, chain, sharding, w, h, ops);
-  fmt::print("{} sharded {} on a {}x{} slice of preset '{}' (n={}), seed {}\n{}", tp::driver::chain_name(chain),
-             tp::driver::sharding_name(plan.sharding), w, h, pod.preset.name, pod.preset.mxu.n, o.seed, plan.summary);
+  fmt::print("{} sharded {} on a {}x{} slice of preset '{}' (n={}){}\n{}", tp::driver::chain_name(chain),
+             tp::driver::sharding_name(plan.sharding), w, h, pod.preset.name, pod.preset.mxu.n,
+             o.layers.empty() ? fmt::format(", random operands from seed {}", o.seed) : std::string(), plan.summary);
   std::vector<Backend> backends;
   if (o.backend == "both") {
     backends = {Backend::golden, Backend::rtl};
@@ -718,9 +728,109 @@ int cmd_run_sharded(const RunOptions& o) {
     report["rtl_vs_golden_bit_exact"] = same;
     ok &= same;
   }
-  if (!o.out.empty() && !outputs.empty() && !outputs.back().empty()) {
-    tp::driver::save_npy_fp32(o.out, chain.m, chain.layers.back().n, outputs.back());
-    fmt::print("output: {} ({}x{} float32)\n", o.out, chain.m, chain.layers.back().n);
+  if (!o.out.empty()) {
+    if (!outputs.empty() && !outputs.back().empty()) {
+      tp::driver::save_npy_fp32(o.out, chain.m, chain.layers.back().n, outputs.back());
+      fmt::print("output: {} ({}x{} float32)\n", o.out, chain.m, chain.layers.back().n);
+    } else {
+      fmt::print("output: {} not written (the run failed)\n", o.out);
+    }
+  }
+  if (!o.report.empty()) write_report(o.report, report);
+  return ok ? kExitOk : kExitFail;
+}
+
+// ---- tensorpod train: a small MLP trained data parallel on a slice ----
+
+struct TrainOptions {
+  std::string slice = "1x1", preset, backend = "golden", report;
+  tp::driver::TrainSpec spec;
+  uint64_t timeout = 0;
+};
+
+std::pair<unsigned, unsigned> parse_slice(const std::string& text) {
+  const auto parts = split(text, 'x');
+  if (parts.size() != 2) throw UsageError(fmt::format("--slice '{}': expected WxH", text));
+  const uint64_t w = parse_u64(parts[0], "--slice"), h = parse_u64(parts[1], "--slice");
+  if (w == 0 || h == 0 || w > 64 || h > 64 || w * h > 64)
+    throw UsageError(fmt::format("--slice {}: 1 to 64 chips, at most 64 along each axis", text));
+  return {static_cast<unsigned>(w), static_cast<unsigned>(h)};
+}
+
+int cmd_train(const TrainOptions& o) {
+  const auto [w, h] = parse_slice(o.slice);
+  tp::driver::PodSpec pod;
+  pod.preset = tp::load_preset(o.preset.empty() ? tp::load_pod("").preset : o.preset);
+  pod.name = fmt::format("{}x{}", w, h);
+  pod.kx = w;
+  pod.ky = h;
+  pod.board_x = std::gcd(w, 2u);
+  pod.board_y = std::gcd(h, 2u);
+  const tp::driver::SliceShape shape{0, 0, w, h};
+  std::vector<Backend> backends;
+  if (o.backend == "both") {
+    backends = {Backend::golden, Backend::rtl};
+  } else {
+    backends = {tp::driver::parse_backend(o.backend)};
+  }
+  // The refusals (sizes, VMEM, the instruction memory) come before any simulation: the mirror
+  // checks the spec, and a golden run of the fraction's pair builds the programs.
+  (void)tp::driver::train_reference(pod.preset, o.spec, w, h);
+  const double fraction = tp::driver::golden_collective_fraction(pod, shape, o.spec);
+  fmt::print("training {} data parallel on a {}x{} slice of preset '{}' (n={}), seed {}\n",
+             tp::driver::train_name(o.spec), w, h, pod.preset.name, pod.preset.mxu.n, o.spec.seed);
+  json report = {{"tool", "tensorpod train"},
+                 {"slice", fmt::format("{}x{}", w, h)},
+                 {"preset", pod.preset.name},
+                 {"spec",
+                  {{"batch", o.spec.batch},
+                   {"in", o.spec.in},
+                   {"hidden", o.spec.hidden},
+                   {"out", o.spec.out},
+                   {"steps", o.spec.steps},
+                   {"lr", o.spec.lr},
+                   {"seed", o.spec.seed}}},
+                 {"results", json::array()}};
+  bool ok = true;
+  std::vector<std::vector<double>> curves;
+  for (const Backend be : backends) {
+    auto s = tp::driver::Slice::open(pod, shape, be);
+    const auto r = tp::driver::run_training(*s, o.spec, o.timeout);
+    const bool rtl = be == Backend::rtl;
+    fmt::print("{} pod: {} in {} cycles{}; {} instructions per chip\n", tp::driver::backend_label(be),
+               r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.instructions);
+    if (!r.status.ok()) {
+      fmt::print("{}", tp::driver::describe_outcomes(r.status));
+      ok = false;
+      continue;
+    }
+    for (size_t i = 0; i < r.result.loss.size(); ++i) fmt::print("  step {:>4}: loss {:.6f}\n", i, r.result.loss[i]);
+    fmt::print(
+        "  cycles per step {:.1f}{}; the all-reduce {:.1f}% of a step (golden timing, with and without it); "
+        "MXU {:.1f}%\n",
+        r.cycles_per_step, rtl ? "" : " (estimate)", 100 * fraction, 100 * r.mxu_utilization);
+    fmt::print("  check:       {}\n", r.pass
+                                          ? "PASS (every step's errors and the final weights bit-exact with the "
+                                            "host's mirror)"
+                                          : fmt::format("FAIL: {} words differ from the host's mirror", r.mismatches));
+    ok &= r.pass;
+    curves.push_back(r.result.loss);
+    report["results"].push_back({{"slice", fmt::format("{}x{}", w, h)},
+                                 {"preset", pod.preset.name},
+                                 {"backend", tp::driver::backend_label(be)},
+                                 {"steps", o.spec.steps},
+                                 {"loss", r.result.loss},
+                                 {"cycles", r.status.cycles},
+                                 {"cycles_per_step", r.cycles_per_step},
+                                 {"collective_fraction", fraction},
+                                 {"mxu_utilization", r.mxu_utilization},
+                                 {"instructions", r.instructions},
+                                 {"pass", r.pass}});
+  }
+  if (curves.size() == 2) {
+    const bool same = curves[0] == curves[1];
+    fmt::print("rtl pod vs golden pod: {}\n", same ? "the same loss curve, bit for bit" : "DIFFERENT loss curves");
+    ok &= same;
   }
   if (!o.report.empty()) write_report(o.report, report);
   return ok ? kExitOk : kExitFail;
@@ -831,6 +941,26 @@ int main(int argc, char** argv) {
                       "X,Y: in the rtl pod, this chip is a golden chip behind a Verilated router (a mixed pod; "
                       "repeatable)");
 
+  TrainOptions train;
+  auto* train_cmd = app.add_subcommand(
+      "train",
+      "Train a small MLP data parallel on a slice (docs/compiler.md): the loss per step, cycles per step and "
+      "the all-reduce's share, every step checked bit-exact against the host's mirror");
+  train_cmd->add_option("--slice", train.slice, "slice shape WxH (a pod of that shape)")->capture_default_str();
+  train_cmd->add_option("--config", train.preset, "the chips' preset (default: the pods' default's)");
+  train_cmd->add_option("--backend", train.backend, "rtl, golden or both")->capture_default_str();
+  train_cmd->add_option("--steps", train.spec.steps, "SGD steps")->capture_default_str();
+  train_cmd->add_option("--batch", train.spec.batch, "the global batch (divided over the chips)")
+      ->capture_default_str();
+  train_cmd->add_option("--in", train.spec.in, "input features K")->capture_default_str();
+  train_cmd->add_option("--hidden", train.spec.hidden, "hidden units H")->capture_default_str();
+  train_cmd->add_option("--out", train.spec.out, "outputs N")->capture_default_str();
+  train_cmd->add_option("--lr", train.spec.lr, "the learning rate")->capture_default_str();
+  train_cmd->add_option("--seed", train.spec.seed, "the data, the teacher and the initial weights")
+      ->capture_default_str();
+  train_cmd->add_option("--timeout", train.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
+  train_cmd->add_option("--report", train.report, "write a JSON report to this file");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -847,6 +977,7 @@ int main(int argc, char** argv) {
     if (*disasm_cmd) return cmd_disasm(disasm_in);
     if (*comp_cmd) return cmd_compile(comp, comp_out);
     if (*pod_cmd) return cmd_pod(pod);
+    if (*train_cmd) return cmd_train(train);
     return cmd_run(run);
   } catch (const UsageError& e) {
     fmt::print(stderr, "tensorpod: {}\n", e.what());

@@ -92,6 +92,29 @@ add_custom_target(bench_collectives
   USES_TERMINAL
   COMMENT "Collectives benchmark: ring all-reduce, reduce-scatter, all-gather on 2x2 and 4x4 RTL pods, 8x8 golden")
 
+# make bench: build/reports/train.json (docs/compiler.md "Training"): each slice's training and its
+# baseline without the all-reduce, one pod per process.
+set(TP_TRAIN_REPORT ${PROJECT_BINARY_DIR}/reports/train.json)
+set(_train_cmds "")
+foreach(cfg "1;rtl" "2;rtl" "4;rtl" "8;golden")
+  list(GET cfg 0 side)
+  list(GET cfg 1 be)
+  foreach(sc train train_baseline)
+    if(NOT (side EQUAL 1 AND sc STREQUAL "train_baseline"))
+      list(APPEND _train_cmds COMMAND pod_bench --scenario ${sc} --pod ${side} --pod-y ${side} --backend ${be}
+           --steps 30 --batch 64 --out ${TP_TRAIN_REPORT})
+    endif()
+  endforeach()
+endforeach()
+add_custom_target(bench_train
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/reports
+  COMMAND ${CMAKE_COMMAND} -E rm -f ${TP_TRAIN_REPORT}
+  ${_train_cmds}
+  COMMAND ${CMAKE_COMMAND} -E echo "wrote ${TP_TRAIN_REPORT}"
+  DEPENDS pod_bench
+  USES_TERMINAL
+  COMMENT "Training benchmark: a small MLP data parallel on 1x1, 2x2, 4x4 RTL pods and an 8x8 golden pod")
+
 add_custom_target(bench_pod
   COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/reports
   COMMAND ${CMAKE_COMMAND} -E rm -f ${TP_POD_REPORT}

@@ -27,3 +27,10 @@ target_compile_options(test_shard PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_shard PRIVATE tp_driver tp_tb_util xtensor GTest::gtest_main)
 gtest_discover_tests(test_shard PROPERTIES LABELS compiler)
 list(APPEND TP_TEST_TARGETS test_shard)
+
+# Training on golden pods.
+add_executable(test_train ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_train.cpp)
+target_compile_options(test_train PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_train PRIVATE tp_driver tp_tb_util GTest::gtest_main)
+gtest_discover_tests(test_train PROPERTIES LABELS compiler)
+list(APPEND TP_TEST_TARGETS test_train)

@@ -17,6 +17,7 @@
 #include "collectives.h"
 #include "pod_programs.h"
 #include "slice.h"
+#include "train.h"
 
 namespace {
 
@@ -60,11 +61,13 @@ json resolved(const PodSpec& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"pod_bench: ICI transfers, neighbour exchange and pod simulation speed (build/reports/pod.json)"};
+  CLI::App app{
+      "pod_bench: ICI transfers, neighbour exchange, pod simulation speed (build/reports/pod.json), collectives "
+      "(collectives.json) and training (train.json)"};
   std::string scenario, out = "build/reports/pod.json", preset = "tiny", backend = "rtl";
   unsigned hops = 1, kx = 2, ky = 2;
   uint64_t bytes = 4096, seed = 1;
-  app.add_option("--scenario", scenario, "transfer, exchange, speed or collective")->required();
+  app.add_option("--scenario", scenario, "transfer, exchange, speed, collective, train or train_baseline")->required();
   app.add_option("--hops", hops, "transfer: hops to the destination (1..4)")->capture_default_str();
   app.add_option("--bytes", bytes, "transfer / exchange: bytes per transfer (a multiple of a VMEM row)")
       ->capture_default_str();
@@ -79,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--collective", collective, "collective: all_reduce, reduce_scatter or all_gather")
       ->capture_default_str();
   app.add_option("--rows", coll_rows, "collective: rows per chip")->capture_default_str();
+  TrainSpec train;
+  app.add_option("--steps", train.steps, "train / train_baseline: SGD steps")->capture_default_str();
+  app.add_option("--batch", train.batch, "train / train_baseline: the global batch")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     json e;
@@ -198,10 +204,62 @@ int main(int argc, char** argv) {
       fmt::print("{} {} {} on {} ({}): {} B per chip, {} cycles, algbw {:.2f} busbw {:.2f} B/cycle, {:.3f} of bound\n",
                  collective, coll_rows, "rows", p.name, backend, r.bytes, r.status.cycles, algbw, busbw,
                  bound / cycles);
+    } else if (scenario == "train" || scenario == "train_baseline") {
+      // Training data parallel (docs/compiler.md "Training"), checked bit-exact every step. The
+      // baseline is the same programs without the all-reduce, in a process of its own (one RTL pod
+      // per process): it fills in the matching train entry's collective_fraction, 1 - its cycles
+      // over the entry's.
+      const PodSpec p = make_pod(preset, kx, ky);
+      const Backend be = parse_backend(backend);
+      train.allreduce = scenario == "train";
+      auto s = Slice::open(p, {0, 0, kx, ky}, be);
+      const auto r = run_training(*s, train);
+      if (!r.status.ok() || (train.allreduce && !r.pass))
+        throw DriverError(fmt::format("{}: {} {} words differ", r.what, r.status.report, r.mismatches));
+      if (!train.allreduce) {
+        json report;
+        std::ifstream in(out);
+        if (!in) throw DriverError(fmt::format("train_baseline: no {} to complete", out));
+        report = json::parse(in);
+        bool found = false;
+        for (auto& x : report["results"])
+          if (x["slice"] == p.name && x["preset"] == preset && x["backend"] == backend) {
+            const double with_ar = x["cycles"].get<double>();
+            x["baseline_cycles"] = r.status.cycles;
+            x["collective_fraction"] = 1.0 - static_cast<double>(r.status.cycles) / with_ar;
+            found = true;
+            fmt::print("train {} ({}): the all-reduce is {:.1f}% of a step\n", p.name, backend,
+                       100 * x["collective_fraction"].get<double>());
+          }
+        if (!found)
+          throw DriverError(fmt::format("train_baseline: no {} {} {} entry in {}", p.name, preset, backend, out));
+        std::ofstream o(out);
+        o << report.dump(2) << "\n";
+        return 0;
+      }
+      e = {{"test", "train"},
+           {"slice", p.name},
+           {"preset", preset},
+           {"backend", backend},
+           {"what", r.what},
+           {"steps", train.steps},
+           {"batch", train.batch},
+           {"loss", r.result.loss},
+           {"cycles", r.status.cycles},
+           {"cycles_per_step", r.cycles_per_step},
+           {"collective_fraction", 0.0},
+           {"mxu_utilization", r.mxu_utilization},
+           {"instructions", r.instructions},
+           {"wall_seconds", r.status.wall_seconds},
+           {"config", resolved(p)}};
+      fmt::print("train {} ({}): loss {:.4f} -> {:.4f}, {:.1f} cycles per step, {} instructions, {:.2f} s\n", p.name,
+                 backend, r.result.loss.front(), r.result.loss.back(), r.cycles_per_step, r.instructions,
+                 r.status.wall_seconds);
     } else {
-      throw DriverError(fmt::format("--scenario {}: transfer, exchange, speed or collective", scenario));
+      throw DriverError(
+          fmt::format("--scenario {}: transfer, exchange, speed, collective, train or train_baseline", scenario));
     }
-    append(out, e, scenario == "collective" ? "collectives" : "pod");
+    append(out, e, scenario == "collective" ? "collectives" : scenario == "train" ? "train" : "pod");
   } catch (const std::exception& ex) {
     fmt::print(stderr, "pod_bench: {}\n", ex.what());
     return 1;

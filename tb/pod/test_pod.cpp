@@ -18,6 +18,7 @@
 #include "shard.h"
 #include "slice.h"
 #include "tb_util.h"
+#include "train.h"
 
 namespace {
 
@@ -177,7 +178,41 @@ void sharded(unsigned kx, unsigned ky, const std::vector<uint32_t>& dims, const 
 // over x; column splits with all-gathers on a ring of 4; contraction splits under link errors.
 TEST(Pod, ShardBatchAndModel2x2) { sharded(2, 2, {48, 40, 64, 24}, "batch=x,model=y", seed_or(41)); }
 TEST(Pod, ShardColumns1x4) { sharded(1, 4, {24, 40, 45, 30, 20}, "model=y:cols", seed_or(42)); }
+TEST(Pod, ShardChunked1x2) { sharded(1, 2, {200, 24, 64, 40, 72}, "model=y:cols/cols/k", seed_or(44)); }
 TEST(Pod, ShardContraction1x2LinkBitErrors) { sharded(1, 2, {20, 72, 32, 16}, "model=y:k", seed_or(43), 1e-3); }
+
+// Training data parallel (sw/driver/train.h) on the RTL pod and the golden pod: every step's
+// errors and the final weights bit-exact with the host's mirror on both, so the same loss curve;
+// the cycles per step are deterministic and pinned (with a small tolerance for deliberate timing
+// changes: update the figure and docs/compiler.md together).
+void training(unsigned kx, unsigned ky, unsigned steps, double want_cycles_per_step) {
+  const PodSpec p = pod(kx, ky);
+  const SliceShape all{0, 0, kx, ky};
+  TrainSpec s;
+  s.steps = steps;
+  s.seed = seed_or(51);
+  SCOPED_TRACE(fmt::format("{} on a {} pod; {}", train_name(s), p.name, rerun(s.seed)));
+  auto gold = Slice::open(p, all, Backend::golden);
+  const auto g = run_training(*gold, s);
+  ASSERT_TRUE(g.status.ok()) << "golden pod: " << g.status.report;
+  EXPECT_TRUE(g.pass) << "golden pod: " << g.mismatches << " words differ";
+  auto rtl = Slice::open(p, all, Backend::rtl, options(s.seed));
+  const auto r = run_training(*rtl, s);
+  ASSERT_TRUE(r.status.ok()) << "rtl pod: " << describe_outcomes(r.status);
+  EXPECT_TRUE(r.pass) << "rtl pod: " << r.mismatches << " words differ from the host's mirror";
+  EXPECT_EQ(r.result.loss, g.result.loss);
+  EXPECT_LT(r.result.loss.back(), r.result.loss.front());
+  if (std::getenv("TP_VERBOSE"))
+    fmt::print("{}: loss {:.4f} -> {:.4f}; rtl {:.1f} cycles per step ({:.2f} s), golden {:.1f}; {} instructions\n",
+               r.what, r.result.loss.front(), r.result.loss.back(), r.cycles_per_step, r.status.wall_seconds,
+               g.cycles_per_step, r.instructions);
+  if (seed_or(51) == 51) {
+    EXPECT_NEAR(r.cycles_per_step, want_cycles_per_step, 0.02 * want_cycles_per_step);
+  }
+}
+
+TEST(Pod, Train1x1) { training(1, 1, 4, 8572); }
+TEST(Pod, Train2x2) { training(2, 2, 4, 6532); }
 
 // Every collective on golden pods up to 8x8, sizes that do not divide the chip count, against
 // the host reference.
