@@ -29,7 +29,8 @@ using isa::Op;
 //     fence for the last); 5 the own chunk is in the output (the first all-gather send, or the
 //     store); 8 every chunk is in (the store).
 constexpr unsigned kLoaded = 1, kRsArrived = 2, kAdded = 3, kAgArrived = 4, kOwnOut = 5, kLoadDone = 7, kAllIn = 8;
-constexpr unsigned kLoad = isa::build::kUnitLoad, kVec = isa::build::kUnitVec, kIci = isa::build::kUnitIci;
+constexpr unsigned kLoad = isa::build::kUnitLoad, kVec = isa::build::kUnitVec, kIci = isa::build::kUnitIci,
+                   kStore = isa::build::kUnitStore;
 
 using isa::build::fence;
 using isa::build::vec;
@@ -67,10 +68,13 @@ Layout layout(const CollectivePlan& c) {
   Layout l;
   const unsigned p = c.p();
   l.in = 0;
-  l.cmax = c.kind == Collective::all_gather ? 0 : (c.rows + p - 1) / p;
+  const bool reduces = c.kind == Collective::all_reduce || c.kind == Collective::reduce_scatter;
+  l.cmax = (c.rows + p - 1) / p;
   l.recv = c.rows;
-  l.out = l.recv + (p - 1) * l.cmax;
-  l.end = l.out + (c.kind == Collective::all_gather ? uint64_t{p} * c.rows : c.rows);
+  l.out = l.recv + (reduces ? (p - 1) * l.cmax : 0);
+  l.end = l.out + (c.kind == Collective::all_gather   ? uint64_t{p} * c.rows
+                   : c.kind == Collective::all_to_all ? uint64_t{p} * l.cmax
+                                                      : c.rows);
   return l;
 }
 
@@ -84,8 +88,24 @@ std::string_view collective_name(Collective c) {
       return "reduce_scatter";
     case Collective::all_gather:
       return "all_gather";
+    case Collective::broadcast:
+      return "broadcast";
+    case Collective::all_to_all:
+      return "all_to_all";
   }
   return "?";
+}
+
+double busbw_factor(Collective c, unsigned p) {
+  const double n = p;
+  switch (c) {
+    case Collective::all_reduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::broadcast:
+      return 1.0;
+    default:
+      return (n - 1) / n;
+  }
 }
 
 unsigned CollectivePlan::at_ring(unsigned r) const {
@@ -113,6 +133,10 @@ uint32_t CollectivePlan::out_rows(unsigned k) const {
       return chunk_rows(ring_of(k));
     case Collective::all_gather:
       return p() * rows;
+    case Collective::broadcast:
+      return rows;
+    case Collective::all_to_all:
+      return p() * chunk_rows(ring_of(k));
   }
   return 0;
 }
@@ -126,22 +150,24 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
   c.rows = rows;
   const std::string what = fmt::format("{} of {} rows on a {}x{} slice", collective_name(kind), rows, w, h);
   if (w == 0 || h == 0) throw DriverError(fmt::format("{}: an empty slice", what));
-  if (kind == Collective::all_gather ? rows == 0 : rows < c.p())
-    throw DriverError(fmt::format(
-        "{}: {}", what,
-        kind == Collective::all_gather ? "no rows" : fmt::format("needs a row per chip at least ({})", c.p())));
+  const bool per_chip = kind != Collective::all_gather && kind != Collective::broadcast;
+  if (per_chip ? rows < c.p() : rows == 0)
+    throw DriverError(
+        fmt::format("{}: {}", what, per_chip ? fmt::format("needs a row per chip at least ({})", c.p()) : "no rows"));
   if (rows > 0x7fff) throw DriverError(fmt::format("{}: more than 32767 rows per chip", what));
   const Layout l = layout(c);
   if (l.end > pr.chip.vmem_rows)
     throw DriverError(fmt::format("{}: needs {} VMEM rows (input, {} receive buffers, output), preset '{}' has {}",
-                                  what, l.end, kind == Collective::all_gather ? 0u : c.p() - 1, pr.name,
-                                  pr.chip.vmem_rows));
+                                  what, l.end, l.out > l.recv ? c.p() - 1 : 0u, pr.name, pr.chip.vmem_rows));
   c.out_beat = rows;  // the output right after the input in HBM
   if (c.out_beat + l.end - l.out > pr.chip.hbm_beats)
     throw DriverError(
         fmt::format("{}: does not fit the {} HBM beats of preset '{}'", what, pr.chip.hbm_beats, pr.name));
+  // A broadcast's pipeline fills and drains over p - 1 hops: more pieces make that cheaper.
+  if (kind == Collective::broadcast) c.pieces = std::min(64u, 4 * c.p());
   // Program length: a few instructions per step.
-  if (uint64_t{4} * c.pieces * c.p() + 16 > pr.chip.imem_words)
+  const uint64_t length = kind == Collective::broadcast ? uint64_t{c.pieces} + 16 : uint64_t{4} * c.pieces * c.p() + 16;
+  if (length > pr.chip.imem_words)
     throw DriverError(fmt::format("{}: the program is longer than the {}-word instruction memory of preset '{}'", what,
                                   pr.chip.imem_words, pr.name));
   return c;
@@ -197,6 +223,45 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
     // One chip: the output is the input.
     add(vec(Op::vmov, l.out, l.in, c.rows, kLoaded, kOwnOut));
     store_out(c.rows, kOwnOut);
+  } else if (c.kind == Collective::broadcast) {
+    // A pipeline along the ring: the root sends its rows piece by piece; every other chip forwards
+    // each piece as soon as it is in (but the last chip of the ring), then stores them.
+    const auto parts = pieces(c.rows, c.pieces);
+    if (r == 0) {
+      add(vec(Op::vmov, l.out, l.in, c.rows, kLoaded, kOwnOut));
+      for (size_t g = 0; g < parts.size(); ++g)
+        add(send(l.out + parts[g].first, l.out + parts[g].first, parts[g].second, nx, ny, kAgArrived,
+                 g == 0 ? kOwnOut : 0));
+      add(fence(kIci, 0, kAllIn));  // every send complete: the rows may be stored
+    } else {
+      for (size_t g = 0; g < parts.size(); ++g) {
+        if (r + 1 < p) {
+          add(send(l.out + parts[g].first, l.out + parts[g].first, parts[g].second, nx, ny, kAgArrived, kAgArrived));
+        } else {
+          add(fence(kIci, kAgArrived, 0));
+        }
+      }
+      add(fence(kIci, 0, kAllIn));
+      add(fence(kLoad, kLoaded, 0));  // the (unused) input's load is complete
+    }
+    store_out(c.rows, kAllIn);
+  } else if (c.kind == Collective::all_to_all) {
+    // Direct sends through the routers: chunk j to the chip at ring position j, into block r of
+    // its output (its chunks are all chunk_rows(j) rows), the chips after this one first so that
+    // the sends spread over the links; the own chunk by a copy. Then a fence for each arrival.
+    const uint32_t own = c.chunk_rows(r);
+    add(vec(Op::vmov, l.out + uint64_t{r} * own, l.in + c.chunk_first(r), own, kLoaded, 0));
+    add(fence(kLoad, 0, kLoaded));  // a second token of the input for the ICI queue
+    for (unsigned d = 1; d < p; ++d) {
+      const unsigned j = (r + d) % p, dst = c.at_ring(j);
+      add(send(l.in + c.chunk_first(j), l.out + uint64_t{r} * c.chunk_rows(j), c.chunk_rows(j), dst % c.w, dst / c.w,
+               kAgArrived, d == 1 ? kLoaded : 0));
+    }
+    for (unsigned d = 1; d + 1 < p; ++d) add(fence(kIci, kAgArrived, 0));
+    add(fence(kIci, kAgArrived, kAllIn));
+    add(fence(kVec, 0, kOwnOut));
+    add(fence(kStore, kOwnOut, 0));  // the own chunk's copy is complete too
+    store_out(uint64_t{p} * own, kAllIn);
   } else if (gather) {
     // The own block into its place in the output, then p - 1 steps: forward block r - s (the own
     // one first, then the one that arrived at the step before), piece by piece, each piece as
@@ -280,6 +345,8 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
 }
 
 std::vector<Instr> collective_segment(const Preset& pr, const CollectivePlan& c, unsigned k) {
+  if (c.kind == Collective::broadcast || c.kind == Collective::all_to_all)
+    throw DriverError(fmt::format("{}: not available as a segment yet", collective_name(c.kind)));
   if (collective_vmem_rows(c) >= pr.chip.vmem_rows)
     throw DriverError(
         fmt::format("{} of {} rows: needs {} VMEM rows, and a segment leaves the last of preset '{}''s {} free",
@@ -312,6 +379,21 @@ std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
       }
     }
     for (unsigned r = 0; r < p; ++r) out[c.at_ring(r)] = all;
+    return out;
+  }
+  if (c.kind == Collective::broadcast) {
+    for (unsigned r = 0; r < p; ++r) out[c.at_ring(r)] = in[c.at_ring(0)];
+    return out;
+  }
+  if (c.kind == Collective::all_to_all) {
+    for (unsigned j = 0; j < p; ++j) {
+      auto& o = out[c.at_ring(j)];
+      for (unsigned r = 0; r < p; ++r) {
+        const auto& x = in[c.at_ring(r)];
+        o.insert(o.end(), x.begin() + static_cast<std::ptrdiff_t>(uint64_t{c.chunk_first(j)} * n),
+                 x.begin() + static_cast<std::ptrdiff_t>(uint64_t{c.chunk_first(j) + c.chunk_rows(j)} * n));
+      }
+    }
     return out;
   }
   // Chunk ch summed in ring order starting after its owner: ((x[ch+1] + x[ch+2]) + ...) + x[ch].

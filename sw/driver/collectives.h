@@ -30,11 +30,20 @@
 
 namespace tp::driver {
 
-enum class Collective { all_reduce, reduce_scatter, all_gather };
-std::string_view collective_name(Collective);  // "all_reduce", "reduce_scatter", "all_gather"
+enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, all_to_all };
+inline constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::reduce_scatter,
+                                              Collective::all_gather, Collective::broadcast, Collective::all_to_all};
+// "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all".
+std::string_view collective_name(Collective);
+// nccl-tests' bus bandwidth factor on p chips: busbw = algbw x this (2(p-1)/p for all-reduce,
+// (p-1)/p for reduce-scatter, all-gather and all-to-all, 1 for broadcast).
+double busbw_factor(Collective, unsigned p);
 
 // One collective on a w x h slice. rows: each chip's input rows (lanes fp32 words each) for
-// all-reduce and reduce-scatter; for all-gather each chip's block, the output being p blocks.
+// all-reduce and reduce-scatter; for all-gather each chip's block, the output being p blocks;
+// for broadcast the root's rows (the chip at ring position 0), which every chip's output gets;
+// for all-to-all each chip's input, cut into p chunks: chunk j goes to the chip at ring position
+// j, whose output is the p chunks j of every chip, in ring order.
 // Inputs at HBM beat 0 of every chip, outputs at out_beat.
 struct CollectivePlan {
   Collective kind = Collective::all_reduce;
@@ -64,7 +73,8 @@ struct CollectivePlan {
   // Chunk c of the rows (reduce-scatter, all-reduce): first row and count.
   uint32_t chunk_first(unsigned c) const;
   uint32_t chunk_rows(unsigned c) const;
-  // Rows each chip's output has: all-reduce R, reduce-scatter its chunk, all-gather p * R.
+  // Rows each chip's output has: all-reduce and broadcast R, reduce-scatter its chunk, all-gather
+  // p * R, all-to-all p times its chunk.
   uint32_t out_rows(unsigned k) const;
 };
 
@@ -79,7 +89,8 @@ uint64_t collective_vmem_rows(const CollectivePlan&);
 // protocol, instr_build.h): it waits for the segment before, tells the chip that sends to it
 // that it is ready (and waits for the same from the chip it sends to), and ends with every
 // semaphore back at 0. The plan must leave VMEM's last row free (collective_vmem_rows() <
-// vmem_rows); throws DriverError otherwise, or for a chip not in the ring.
+// vmem_rows); throws DriverError otherwise, for a chip not in the ring, or for broadcast and
+// all-to-all (not segments yet).
 std::vector<isa::Instr> collective_segment(const Preset&, const CollectivePlan&, unsigned k);
 
 // The expected outputs (per slice index) from the inputs (per slice index, rows * lanes words).

@@ -390,15 +390,16 @@ const char* kLinks[4] = {"n", "s", "e", "w"};
 std::pair<tp::driver::Collective, uint32_t> parse_collective(const std::string& text) {
   const auto colon = text.find(':');
   const std::string name = text.substr(0, colon);
-  for (const auto k :
-       {tp::driver::Collective::all_reduce, tp::driver::Collective::reduce_scatter, tp::driver::Collective::all_gather})
+  for (const auto k : tp::driver::kCollectives)
     if (name == tp::driver::collective_name(k) && colon != std::string::npos) {
       const uint64_t rows = parse_u64(text.substr(colon + 1), "--collective");
       if (rows > 0xffffffffu) throw UsageError(fmt::format("--collective '{}': too many rows", text));
       return {k, static_cast<uint32_t>(rows)};
     }
-  throw UsageError(
-      fmt::format("--collective '{}': expected KIND:ROWS with KIND all_reduce, reduce_scatter or all_gather", text));
+  throw UsageError(fmt::format(
+      "--collective '{}': expected KIND:ROWS with KIND all_reduce, reduce_scatter, all_gather, broadcast or "
+      "all_to_all",
+      text));
 }
 
 void print_pod_chip(tp::driver::Slice& s, const tp::driver::ChipOutcome& c, bool rtl) {
@@ -494,9 +495,8 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
     r.pass = c.pass;
     for (const auto& out : c.outputs) r.output.insert(r.output.end(), out.begin(), out.end());
     what = c.what;
-    const double p = shape.w * shape.h;
     const double algbw = c.status.cycles ? double(c.bytes) / double(c.status.cycles) : 0.0;
-    const double factor = kind == tp::driver::Collective::all_reduce ? 2.0 * (p - 1) / p : (p - 1) / p;
+    const double factor = tp::driver::busbw_factor(kind, shape.w * shape.h);
     fmt::print("  {}: {} bytes per chip; algbw {:.2f} B/cycle, busbw {:.2f} B/cycle{}\n", what, c.bytes, algbw,
                algbw * factor, rtl ? "" : " (estimate)");
     fmt::print("  check:       {}\n", !c.status.ok() ? "FAIL (the slice did not finish cleanly)"

@@ -69,7 +69,7 @@ endforeach()
 # make bench: build/reports/collectives.json (docs/collectives.md), one pod per process too.
 set(TP_COLL_REPORT ${PROJECT_BINARY_DIR}/reports/collectives.json)
 set(_coll_cmds "")
-foreach(kind all_reduce reduce_scatter all_gather)
+foreach(kind all_reduce reduce_scatter all_gather broadcast all_to_all)
   foreach(rows 128 256 512)
     foreach(cfg "2;rtl" "4;rtl" "8;golden")
       list(GET cfg 0 side)

@@ -164,27 +164,31 @@ int main(int argc, char** argv) {
       // ends, which these cycles include.
       Collective kind = Collective::all_reduce;
       bool known = false;
-      for (const auto k : {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather})
+      for (const auto k : kCollectives)
         if (collective == collective_name(k)) {
           kind = k;
           known = true;
         }
       if (!known)
-        throw DriverError(fmt::format("--collective {}: all_reduce, reduce_scatter or all_gather", collective));
+        throw DriverError(fmt::format(
+            "--collective {}: all_reduce, reduce_scatter, all_gather, broadcast or all_to_all", collective));
       const PodSpec p = make_pod(preset, kx, ky);
       const Backend be = parse_backend(backend);
       auto s = Slice::open(p, {0, 0, kx, ky}, be);
       const auto r = run_collective(*s, kind, coll_rows, seed);
       if (!r.pass) throw DriverError(fmt::format("{}: {} {}", r.what, r.status.report, r.mismatches));
       const double chips = kx * ky, cycles = double(r.status.cycles);
-      const double moved = kind == Collective::all_reduce ? 2.0 * (chips - 1) / chips : (chips - 1) / chips;
+      const double moved = busbw_factor(kind, kx * ky);
       const double algbw = double(r.bytes) / cycles, busbw = algbw * moved;
       const double link = p.preset.ici.flit_bits / 8.0;  // bytes per cycle per link
       const double in_rows = double(coll_rows), out_rows = kind == Collective::all_gather       ? chips * coll_rows
                                                            : kind == Collective::reduce_scatter ? coll_rows / chips
                                                                                                 : coll_rows;
       const double hbm = in_rows + out_rows;  // a beat (one row) per cycle through the memory port
-      const double steps = kind == Collective::all_reduce ? 2.0 * (chips - 1) : chips - 1;
+      // Latency: the ring's steps (all-to-all: one, its sends go straight through the routers).
+      const double steps = kind == Collective::all_reduce   ? 2.0 * (chips - 1)
+                           : kind == Collective::all_to_all ? 1.0
+                                                            : chips - 1;
       const double per_hop = 2.0 * p.link_latency + 3.0;  // router pipeline and link, each way (docs/ici.md)
       const double bound = moved * double(r.bytes) / (4.0 * link) + steps * per_hop + hbm;
       e = {{"test", "collective"},

@@ -149,6 +149,9 @@ TEST(Pod, AllReduce1x4Ring) { collective(1, 4, Collective::all_reduce, 50, seed_
 TEST(Pod, AllReduce3x3LinkBitErrors) { collective(3, 3, Collective::all_reduce, 40, seed_or(34), 1e-3); }
 TEST(Pod, ReduceScatter2x2) { collective(2, 2, Collective::reduce_scatter, 45, seed_or(35)); }
 TEST(Pod, AllGather1x4) { collective(1, 4, Collective::all_gather, 13, seed_or(36)); }
+TEST(Pod, Broadcast2x2) { collective(2, 2, Collective::broadcast, 53, seed_or(37)); }
+TEST(Pod, AllToAll3x3) { collective(3, 3, Collective::all_to_all, 40, seed_or(38)); }
+TEST(Pod, AllToAll1x4LinkBitErrors) { collective(1, 4, Collective::all_to_all, 30, seed_or(39), 1e-3); }
 
 // A sharded MLP (sw/driver/shard.h) on the RTL pod and the golden pod: both bit-exact with the
 // sharded reference (the 1-chip result where the order is unchanged), so they agree.
@@ -222,10 +225,11 @@ TEST(Collectives, GoldenPodsEveryShape) {
   for (const auto& [kx, ky] : std::vector<std::pair<unsigned, unsigned>>{
            {1, 1}, {1, 2}, {2, 1}, {2, 2}, {1, 4}, {3, 3}, {2, 4}, {4, 4}, {8, 8}}) {
     const PodSpec p = pod(kx, ky);
-    for (const Collective kind : {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather}) {
+    for (const Collective kind : kCollectives) {
       const unsigned chips = kx * ky;
-      const uint32_t rows = kind == Collective::all_gather ? static_cast<uint32_t>(1 + rng() % (1500 / chips / 2 + 1))
-                                                           : static_cast<uint32_t>(chips + rng() % 200);
+      const uint32_t rows = kind == Collective::all_gather  ? static_cast<uint32_t>(1 + rng() % (1500 / chips / 2 + 1))
+                            : kind == Collective::broadcast ? static_cast<uint32_t>(1 + rng() % 300)
+                                                            : static_cast<uint32_t>(chips + rng() % 200);
       auto s = Slice::open(p, {0, 0, kx, ky}, Backend::golden);
       const auto r = run_collective(*s, kind, rows, rng());
       EXPECT_TRUE(r.pass) << r.what << ": " << r.status.report << ", " << r.mismatches << " words differ (test seed "
@@ -241,6 +245,12 @@ TEST(Collectives, BadPlans) {
   EXPECT_THROW(plan_collective(t, Collective::all_gather, 2, 2, 0), DriverError);
   EXPECT_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 1500), DriverError);  // VMEM
   EXPECT_NO_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 4));
+  EXPECT_THROW(plan_collective(t, Collective::all_to_all, 2, 2, 3), DriverError);  // fewer rows than chips
+  EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 0), DriverError);
+  EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 1100), DriverError);  // VMEM: input and output
+  EXPECT_NO_THROW(plan_collective(t, Collective::broadcast, 2, 2, 1));
+  CollectivePlan b = plan_collective(t, Collective::broadcast, 2, 2, 8);
+  EXPECT_THROW(collective_segment(t, b, 0), DriverError);  // not a segment yet
 }
 
 TEST(Pod, Random1x2) { random_traffic(1, 2, seed_or(11)); }
