@@ -15,6 +15,9 @@
 #                                                       ici.svg, then make plots
 #   make plots                                          build/reports/plots/*.png and *.svg from the
 #                                                       reports that are there (scripts/plots.py)
+#   make fuzz  [FUZZ_SECONDS=60] [FUZZ_TARGETS="asm tpb"]
+#                                                       the front ends' libFuzzer targets (clang, ASan,
+#                                                       UBSan) in build-fuzz/, each for FUZZ_SECONDS
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 BUILD  ?= build
@@ -24,8 +27,12 @@ PRESET ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/presets.js
 PRESET_NAMES = sed -n '/^  "presets": {/,/^  }/s/^    "\([^"]*\)": {.*/\1/p' configs/presets.json
 POD    ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/pods.json)
 ARGS   ?=
+# make fuzz: its own build directory (clang, -DTP_FUZZ=ON: no Verilator), seconds per target, targets.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= asm tpb preset trace layers
 
-.PHONY: all deps configure sim sim-chip test wave lint bench plots format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench plots fuzz format clean
 all: test
 
 deps:
@@ -73,6 +80,22 @@ bench: configure
 PLOTS = python3 scripts/plots.py --reports $(BUILD)/reports --out $(BUILD)/reports/plots --ici-svg $(BUILD)/reports/ici.svg
 plots: deps
 	@$(PLOTS)
+
+# The fuzz targets of tb/fuzz (docs/verification.md, "Fuzzing"), built with clang in $(FUZZ_BUILD)
+# (libclang-rt-dev provides libFuzzer, llvm the symbolizer), each run for FUZZ_SECONDS over its
+# corpus after its regression inputs; fails if any target finds something (build-fuzz/crashes/).
+fuzz:
+	@scripts/install-deps.sh clang libclang-rt-dev llvm
+	@mkdir -p $(FUZZ_BUILD)
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTP_FUZZ=ON \
+	  > $(FUZZ_BUILD)/configure.log 2>&1 \
+	  || { cat $(FUZZ_BUILD)/configure.log; echo "make fuzz: configuring failed (log: $(FUZZ_BUILD)/configure.log)"; exit 1; }
+	@grep -q '^CMAKE_CXX_COMPILER:.*clang' $(FUZZ_BUILD)/CMakeCache.txt \
+	  || { echo "make fuzz: $(FUZZ_BUILD) was configured with another compiler than clang; remove it and rerun"; exit 1; }
+	@echo "make fuzz: building the fuzz targets with clang, ASan and UBSan (log: $(FUZZ_BUILD)/build.log)"
+	@cmake --build $(FUZZ_BUILD) --target fuzz -j $(JOBS) > $(FUZZ_BUILD)/build.log 2>&1 \
+	  || { tail -40 $(FUZZ_BUILD)/build.log; echo "make fuzz: the build failed (log: $(FUZZ_BUILD)/build.log)"; exit 1; }
+	@tb/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -2,7 +2,8 @@
 # Install what tensorpod needs to build and test, from Debian's packages. Idempotent: quiet
 # when everything is there. As root it installs what is missing; otherwise it prints the
 # apt-get line to run and stops. Extra package names as arguments are installed too
-# (make wave asks for gtkwave, which also provides fst2vcd).
+# (make wave asks for gtkwave, which also provides fst2vcd; make fuzz for clang, libclang-rt-dev,
+# which holds libFuzzer and the sanitizer runtimes, and llvm, which holds llvm-symbolizer).
 set -euo pipefail
 
 PACKAGES=(

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -310,11 +311,38 @@ std::string inherited_from(const json& sources, const std::string& where, const 
   return node->is_string() ? node->get<std::string>() : "";
 }
 
+// " at line L, column C" of the first place in `text` where the number `token` stands as a value
+// (after ':', ',' or '[', and not followed by more of a number), or "" if there is none.
+std::string number_position(const std::string& text, const std::string& token) {
+  for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + 1)) {
+    size_t b = at;
+    while (b > 0 && std::isspace(static_cast<unsigned char>(text[b - 1]))) --b;
+    const size_t after = at + token.size();
+    const bool starts = b > 0 && (text[b - 1] == ':' || text[b - 1] == ',' || text[b - 1] == '[');
+    const bool ends =
+        after == text.size() || std::string_view("0123456789.eE+-").find(text[after]) == std::string_view::npos;
+    if (!starts || !ends) continue;
+    const size_t line =
+        1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const size_t line_start = text.rfind('\n', at);
+    return fmt::format(" at line {}, column {}", line, line_start == std::string::npos ? at + 1 : at - line_start);
+  }
+  return "";
+}
+
 json parse_text(const std::string& text, const std::string& origin) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     throw ConfigError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (1e400): nlohmann's message quotes it ("number overflow
+    // parsing '1e400'") but has no position, so find that number's line and column here.
+    const std::string msg = e.what();
+    const size_t q = msg.find("parsing '"), end = msg.rfind('\'');
+    const std::string where =
+        q != std::string::npos && end > q + 9 ? number_position(text, msg.substr(q + 9, end - q - 9)) : "";
+    throw ConfigError(fmt::format("{}: not valid JSON{}: {}", origin, where, msg));
   }
 }
 

@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <string_view>
 
 #include "isa_bits.h"
 
@@ -63,8 +65,18 @@ uint64_t get_le(std::span<const uint8_t> bytes, size_t at, unsigned n) {
 
 constexpr uint32_t kMagic = 0x444f5054;  // "TPOD" in little-endian bytes
 constexpr size_t kNameBytes = 32;
+constexpr size_t kNameOffset = 24;
 constexpr size_t kHeaderBytes = 4 + 4 + 4 + 4 + 8 + kNameBytes;
 constexpr size_t kInstrBytes = 16;
+
+// The preset name in a .tpb header is printable ASCII: the disassembly prints it in its header
+// comment, where a newline would end the comment and turn the rest into source (the disassembly
+// of such a file did not assemble back to its words). The index of the first other byte, if any.
+std::optional<size_t> bad_name_byte(std::string_view name) {
+  for (size_t k = 0; k < name.size(); ++k)
+    if (name[k] < 0x20 || name[k] > 0x7e) return k;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -188,6 +200,9 @@ std::vector<uint8_t> serialize(const Program& p) {
   if (p.preset.size() > kNameBytes)
     throw IsaError(
         fmt::format("preset name '{}' is longer than the {} bytes a .tpb header holds", p.preset, kNameBytes));
+  if (const auto k = bad_name_byte(p.preset))
+    throw IsaError(fmt::format("preset name has byte 0x{:02x} at position {}: a .tpb header holds printable ASCII only",
+                               static_cast<uint8_t>(p.preset[*k]), *k));
   if (p.code.size() > UINT32_MAX) throw IsaError(fmt::format("program of {} instructions is too long", p.code.size()));
   std::vector<uint8_t> out;
   out.reserve(kHeaderBytes + kInstrBytes * p.code.size());
@@ -229,12 +244,15 @@ Program deserialize(std::span<const uint8_t> bytes, const std::string& origin) {
         fmt::format("{}: {} bytes after the {} instructions the header counts", origin, bytes.size() - expect, count));
   Program p;
   p.fingerprint = get_le(bytes, 16, 8);
-  const auto name = bytes.subspan(24, kNameBytes);
+  const auto name = bytes.subspan(kNameOffset, kNameBytes);
   size_t len = 0;
   while (len < name.size() && name[len] != 0) ++len;
   for (size_t k = len; k < name.size(); ++k)
     if (name[k] != 0) throw IsaError(fmt::format("{}: preset name in the header is not NUL padded", origin));
   p.preset.assign(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(len));
+  if (const auto k = bad_name_byte(p.preset))
+    throw IsaError(fmt::format("{}: preset name in the header has byte 0x{:02x} at offset {} (printable ASCII only)",
+                               origin, name[*k], kNameOffset + *k));
   p.code.resize(count);
   for (size_t i = 0; i < count; ++i) {
     const size_t at = kHeaderBytes + kInstrBytes * i;

@@ -17,6 +17,7 @@
 #include TP_HBM_HEADER
 #include "config.h"
 #include "hbm_harness.h"
+#include "hbm_trace.h"
 
 namespace {
 
@@ -144,38 +145,13 @@ class TraceReader {
   }
 
  private:
-  struct Line {
-    bool write = false;
-    uint64_t burst = 0, cycle = 0;
-    unsigned bursts = 1;
-  };
+  using Line = tp::tb::TraceLine;
+  // Each line is parsed by hbm_trace.h's parse_trace_line (shared with tb/fuzz/fuzz_trace.cpp).
   bool next_line(std::ifstream& in, Line& out) {
     std::string line;
     while (std::getline(in, line)) {
       ++lineno_;
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream ss(line);
-      std::string addr, op;
-      uint64_t cycle = 0, bytes = 32;
-      if (!(ss >> addr >> op >> cycle) || (op != "READ" && op != "WRITE"))
-        throw std::invalid_argument(
-            fmt::format("{}:{}: expected '0xADDRESS READ|WRITE CYCLE [BYTES]', got '{}'", file_, lineno_, line));
-      if (std::string extra; ss >> extra) {
-        char* end = nullptr;
-        bytes = std::strtoull(extra.c_str(), &end, 0);
-        std::string rest;
-        if (*end != '\0' || bytes == 0 || bytes > 4096 || (ss >> rest))
-          throw std::invalid_argument(
-              fmt::format("{}:{}: bad size '{}' (bytes 1..4096, then the end of the line)", file_, lineno_, extra));
-      }
-      char* end = nullptr;
-      const uint64_t a = std::strtoull(addr.c_str(), &end, 0);
-      if (*end != '\0') throw std::invalid_argument(fmt::format("{}:{}: bad address '{}'", file_, lineno_, addr));
-      if (cycle < last_)
-        throw std::invalid_argument(fmt::format("{}:{}: cycle {} goes backwards", file_, lineno_, cycle));
-      last_ = cycle;
-      out = {op == "WRITE", a / 32, cycle, static_cast<unsigned>((bytes + 31) / 32)};
-      return true;
+      if (tp::tb::parse_trace_line(line, file_, lineno_, last_, out)) return true;
     }
     return false;
   }
