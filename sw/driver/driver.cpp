@@ -160,20 +160,6 @@ class AllocScope {
   uint64_t mark_;
 };
 
-// A matrix placed in HBM: its ref and its padded words.
-compiler::MatrixRef place(Chip& chip, uint32_t rows, uint32_t cols, const std::vector<uint32_t>& words) {
-  compiler::MatrixRef ref{chip.alloc(words.size() / chip.lanes()), rows, cols};
-  if (!words.empty()) chip.write(ref.beat, words);
-  return ref;
-}
-
-// An output matrix, filled with a NaN pattern the chip never writes, so that rows the program
-// fails to store show up as mismatches.
-compiler::MatrixRef place_output(Chip& chip, uint32_t rows, uint32_t cols) {
-  const uint64_t beats = compiler::padded_beats(chip.preset(), rows, cols);
-  return place(chip, rows, cols, std::vector<uint32_t>(beats * chip.lanes(), 0x7fbadbadu));
-}
-
 uint64_t auto_timeout(const Preset& p, const std::vector<compiler::MatmulLayer>& layers) {
   // Every row the MXU streams, every beat moved and every instruction, with a wide margin for
   // memory latency and stalls.
@@ -264,17 +250,35 @@ std::vector<uint32_t> reference_layer(const Preset& p, uint32_t m, uint32_t k, u
   return c;
 }
 
+namespace {
+
+// A matrix's place in HBM, allocated but not yet written (weights: rows padded to n).
+compiler::MatrixRef reserve(Chip& chip, uint32_t rows, uint32_t cols, bool weight = false) {
+  const Preset& p = chip.preset();
+  return {chip.alloc(compiler::padded_beats(p, weight ? compiler::padded_rows(p, rows) : rows, cols)), rows, cols};
+}
+
+void write_matrix(Chip& chip, const compiler::MatrixRef& ref, const std::vector<uint32_t>& words) {
+  if (!words.empty()) chip.write(ref.beat, words);
+}
+
+// An output matrix, filled with a NaN pattern the chip never writes, so that rows the program
+// fails to store show up as mismatches.
+void fill_output(Chip& chip, const compiler::MatrixRef& ref) {
+  const uint64_t beats = compiler::padded_beats(chip.preset(), ref.rows, ref.cols);
+  chip.write(ref.beat, std::vector<uint32_t>(beats * chip.lanes(), 0x7fbadbadu));
+}
+
+}  // namespace
+
+// Both runs place and compile first: shapes that do not fit HBM, VMEM or the instruction memory
+// are refused (alloc's DriverError, compile's CompileError) before any operand is drawn or the
+// host reference computed.
 MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t timeout_cycles) {
   const Preset& p = chip.preset();
   MatmulRun run;
   run.what = fmt::format("matmul {}x{}x{}{}{}", s.m, s.k, s.n, s.bias ? " bias" : "", s.relu ? " relu" : "");
   run.seed = seed;
-  std::mt19937_64 rng(seed);
-  const auto a = random_bf16s(rng, uint64_t{s.m} * s.k);
-  const auto w = random_bf16s(rng, uint64_t{s.k} * s.n);
-  const auto bias = s.bias ? random_fp32s(rng, s.n) : std::vector<uint32_t>{};
-  const auto expected = reference_layer(p, s.m, s.k, s.n, a, w, bias, s.relu, false);
-
   AllocScope scope(chip);
   compiler::MatmulLayer layer;
   layer.m = s.m;
@@ -282,14 +286,24 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   layer.n = s.n;
   layer.bias = s.bias;
   layer.relu = s.relu;
-  layer.a = place(chip, s.m, s.k, compiler::pack_bf16(p, s.m, s.k, a));
-  layer.w = place(chip, s.k, s.n, compiler::pack_bf16(p, s.k, s.n, w, true));
-  if (s.bias) layer.b = place(chip, 1, s.n, compiler::pack_fp32(p, 1, s.n, bias));
-  layer.c = place_output(chip, s.m, s.n);
+  layer.a = reserve(chip, s.m, s.k);
+  layer.w = reserve(chip, s.k, s.n, true);
+  if (s.bias) layer.b = reserve(chip, 1, s.n);
+  layer.c = reserve(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {layer};
   compiler::CompileInfo info;
   const auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
   run.form = info.form;
+
+  std::mt19937_64 rng(seed);
+  const auto a = random_bf16s(rng, uint64_t{s.m} * s.k);
+  const auto w = random_bf16s(rng, uint64_t{s.k} * s.n);
+  const auto bias = s.bias ? random_fp32s(rng, s.n) : std::vector<uint32_t>{};
+  const auto expected = reference_layer(p, s.m, s.k, s.n, a, w, bias, s.relu, false);
+  write_matrix(chip, layer.a, compiler::pack_bf16(p, s.m, s.k, a));
+  write_matrix(chip, layer.w, compiler::pack_bf16(p, s.k, s.n, w, true));
+  if (s.bias) write_matrix(chip, layer.b, compiler::pack_fp32(p, 1, s.n, bias));
+  fill_output(chip, layer.c);
   finish(chip, run, prog, layers, timeout_cycles, expected);
   return run;
 }
@@ -299,6 +313,29 @@ MatmulRun run_mlp(Chip& chip, const MlpSpec& s, uint64_t seed, uint64_t timeout_
   MatmulRun run;
   run.what = fmt::format("mlp {}x{}x{}x{}", s.m, s.k, s.h, s.n);
   run.seed = seed;
+  AllocScope scope(chip);
+  compiler::MatmulLayer l1, l2;
+  l1.m = s.m;
+  l1.k = s.k;
+  l1.n = s.h;
+  l1.bias = l1.relu = l1.out_bf16 = true;
+  l1.a = reserve(chip, s.m, s.k);
+  l1.w = reserve(chip, s.k, s.h, true);
+  l1.b = reserve(chip, 1, s.h);
+  l1.c = reserve(chip, s.m, s.h);
+  l2.m = s.m;
+  l2.k = s.h;
+  l2.n = s.n;
+  l2.bias = true;
+  l2.a = l1.c;
+  l2.w = reserve(chip, s.h, s.n, true);
+  l2.b = reserve(chip, 1, s.n);
+  l2.c = reserve(chip, s.m, s.n);
+  const std::vector<compiler::MatmulLayer> layers = {l1, l2};
+  compiler::CompileInfo info;
+  const auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
+  run.form = info.form;
+
   std::mt19937_64 rng(seed);
   const auto x = random_bf16s(rng, uint64_t{s.m} * s.k);
   const auto w1 = random_bf16s(rng, uint64_t{s.k} * s.h);
@@ -310,29 +347,13 @@ MatmulRun run_mlp(Chip& chip, const MlpSpec& s, uint64_t seed, uint64_t timeout_
   std::vector<uint16_t> h(h32.size());
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(h32[i]);
   const auto expected = reference_layer(p, s.m, s.h, s.n, h, w2, b2, false, false);
-
-  AllocScope scope(chip);
-  compiler::MatmulLayer l1, l2;
-  l1.m = s.m;
-  l1.k = s.k;
-  l1.n = s.h;
-  l1.bias = l1.relu = l1.out_bf16 = true;
-  l1.a = place(chip, s.m, s.k, compiler::pack_bf16(p, s.m, s.k, x));
-  l1.w = place(chip, s.k, s.h, compiler::pack_bf16(p, s.k, s.h, w1, true));
-  l1.b = place(chip, 1, s.h, compiler::pack_fp32(p, 1, s.h, b1));
-  l1.c = place_output(chip, s.m, s.h);
-  l2.m = s.m;
-  l2.k = s.h;
-  l2.n = s.n;
-  l2.bias = true;
-  l2.a = l1.c;
-  l2.w = place(chip, s.h, s.n, compiler::pack_bf16(p, s.h, s.n, w2, true));
-  l2.b = place(chip, 1, s.n, compiler::pack_fp32(p, 1, s.n, b2));
-  l2.c = place_output(chip, s.m, s.n);
-  const std::vector<compiler::MatmulLayer> layers = {l1, l2};
-  compiler::CompileInfo info;
-  const auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
-  run.form = info.form;
+  write_matrix(chip, l1.a, compiler::pack_bf16(p, s.m, s.k, x));
+  write_matrix(chip, l1.w, compiler::pack_bf16(p, s.k, s.h, w1, true));
+  write_matrix(chip, l1.b, compiler::pack_fp32(p, 1, s.h, b1));
+  fill_output(chip, l1.c);
+  write_matrix(chip, l2.w, compiler::pack_bf16(p, s.h, s.n, w2, true));
+  write_matrix(chip, l2.b, compiler::pack_fp32(p, 1, s.n, b2));
+  fill_output(chip, l2.c);
   finish(chip, run, prog, layers, timeout_cycles, expected);
   return run;
 }

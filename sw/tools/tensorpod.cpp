@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -39,7 +41,34 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An input file: it must exist and be a regular file (a directory opens as an empty stream).
+void check_input(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw UsageError(fmt::format("{} {}: no such file", what, path));
+  if (std::filesystem::is_directory(st)) throw UsageError(fmt::format("{} {}: is a directory, not a file", what, path));
+  if (::access(path.c_str(), R_OK) != 0) throw UsageError(fmt::format("{} {}: cannot be read", what, path));
+}
+
+// An output file, checked before any long work: not a directory, in a folder that exists and is
+// writable, writable itself if it exists, and none of the inputs (asm x.s -o x.s).
+void check_output(const std::string& path, const std::string& what, const std::vector<std::string>& inputs = {}) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) throw UsageError(fmt::format("{}: an empty file name", what));
+  if (fs::is_directory(path, ec)) throw UsageError(fmt::format("{} {}: is a directory, not a file", what, path));
+  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec))
+    throw UsageError(fmt::format("{} {}: the folder {} does not exist", what, path, parent.string()));
+  if (::access(parent.c_str(), W_OK) != 0 || (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0))
+    throw UsageError(fmt::format("{} {}: cannot be written", what, path));
+  for (const auto& in : inputs)
+    if (fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
+      throw UsageError(fmt::format("{} {}: is the input {}; give another output file", what, path, in));
+}
+
 std::string read_text(const std::string& path) {
+  check_input(path, "file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("{}: cannot open", path));
   std::ostringstream s;
@@ -146,6 +175,7 @@ struct RunOptions {
   std::string program, matmul, mlp, backend = "golden", preset, report;
   std::string slice, shard;  // a sharded run on a slice (cmd_run_sharded)
   std::string layers, out;   // a layer file with .npy operands; the output as .npy
+  bool seed_given = false;   // --seed was on the command line
   bool bias = false, relu = false, demo = false;
   std::string form = "automatic";
   uint64_t seed = 1, timeout = 0;
@@ -154,13 +184,19 @@ struct RunOptions {
 
 int cmd_asm(const std::string& in, const std::string& out, const std::string& preset_name) {
   const tp::Preset preset = tp::load_preset(preset_name);
+  check_input(in, "asm: the source");
+  check_output(out, "asm -o", {in});
   const auto prog = tp::isa::assemble(read_text(in), in, preset);
+  if (prog.code.size() > preset.chip.imem_words)
+    throw UsageError(fmt::format("asm {}: {} instructions, more than the {} words of preset '{}''s instruction memory",
+                                 in, prog.code.size(), preset.chip.imem_words, preset.name));
   tp::isa::write_program(out, prog);
   fmt::print("{}: {} instructions for preset '{}'\n", out, prog.code.size(), preset.name);
   return kExitOk;
 }
 
 int cmd_disasm(const std::string& in) {
+  check_input(in, "disasm: the program");
   const auto prog = tp::isa::read_program(in);
   fmt::print("# {}: {} instructions, preset '{}', fingerprint {:#018x}\n", in, prog.code.size(), prog.preset,
              prog.fingerprint);
@@ -218,6 +254,7 @@ int cmd_compile(const RunOptions& o, const std::string& out) {
     fmt::print("{}", tp::compiler::compile_asm(p, layers, opts));
     return kExitOk;
   }
+  check_output(out, "compile -o");
   tp::compiler::CompileInfo info;
   const auto prog = tp::compiler::compile(p, layers, opts, &info);
   tp::isa::write_program(out, prog);
@@ -242,7 +279,12 @@ void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
     fmt::print("  check:       FAIL (the chip did not finish cleanly)\n");
   }
   fmt::print("  program:     {} instructions ({})\n", run.instructions, tp::compiler::form_name(run.form));
-  fmt::print("  cycles:      {}{}\n", run.cycles, chip.backend_name() == "golden" ? " (golden estimate)" : "");
+  const double us = static_cast<double>(run.cycles) / chip.preset().clock_mhz;
+  // The MXU's multiply-adds: every row it streamed through an n x n tile.
+  const double macs = static_cast<double>(run.mxu_rows) * chip.lanes() * chip.lanes();
+  fmt::print("  cycles:      {}{} = {:.2f} us at {} MHz{}\n", run.cycles,
+             chip.backend_name() == "golden" ? " (golden estimate)" : "", us, chip.preset().clock_mhz,
+             us > 0 && macs > 0 ? fmt::format(", {:.3g} TFLOP/s on the MXU", 2 * macs / us / 1e6) : std::string());
   fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
   fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
 }
@@ -284,36 +326,83 @@ int cmd_run(const RunOptions& o) {
   if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
   if (!o.program.empty() && o.form != "automatic")
     throw UsageError("run: --form goes with --matmul, --mlp or --demo (a program file is already written)");
-  if (!o.program.empty() && o.backend == "both")
-    throw UsageError("run: --backend both goes with --matmul, --mlp or --demo (a program file runs on one backend)");
   if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
     throw UsageError("run: --hbm-in and --hbm-out go with a program file");
-  const Backend backend = o.backend == "both" ? Backend::rtl : tp::driver::parse_backend(o.backend);
+  if (!o.program.empty() && o.seed_given)
+    throw UsageError("run: --seed goes with --matmul, --mlp or --demo (a program file has no random operands)");
+  if (o.backend != "both") (void)tp::driver::parse_backend(o.backend);
+  // Everything the run writes is checked before it starts.
+  if (!o.report.empty()) check_output(o.report, "--report", {o.program});
+  for (const auto& spec : o.hbm_out) {
+    const auto parts = split(spec, ':');
+    if (parts.size() < 3) throw UsageError(fmt::format("--hbm-out {}: expected BEAT:BEATS:FILE", spec));
+    (void)parse_u64(parts[0], "--hbm-out beat");
+    (void)parse_u64(parts[1], "--hbm-out beats");
+    check_output(spec.substr(parts[0].size() + parts[1].size() + 2), "--hbm-out", {o.program});
+  }
+  for (const auto& spec : o.hbm_in) {
+    const auto colon = spec.find(':');
+    if (colon != std::string::npos) check_input(spec.substr(colon + 1), "--hbm-in");
+  }
 
   json report;
   report["tool"] = "tensorpod run";
   report["backend"] = o.backend;
 
   if (!o.program.empty()) {
+    check_input(o.program, "run: the program");
     const auto prog = tp::isa::read_program(o.program);
-    auto chip = Chip::open(o.preset.empty() ? prog.preset : o.preset, backend);
-    for (const auto& spec : o.hbm_in) hbm_in(*chip, spec);
-    chip->load(prog);
-    const auto status = chip->run(o.timeout ? o.timeout : kProgramTimeout);
-    const auto counters = chip->counters();
-    fmt::print("{} on {} (preset '{}'): {}\n", o.program, chip->backend_name(), chip->preset().name,
-               tp::driver::describe(status));
-    for (const auto& [name, value] : counters) fmt::print("  {:<16} {}\n", name, value);
-    for (const auto& spec : o.hbm_out) hbm_out(*chip, spec);
-    if (!o.report.empty()) {
-      report["program"] = o.program;
-      report["preset"] = json::parse(tp::preset_json(chip->preset()));
-      report["status"] = status_json(status);
-      report["counters"] = counters;
-      write_report(o.report, report);
+    // One backend, or both on the same program and HBM contents, then compared: the status (error
+    // and PC) and every HBM word after the run.
+    std::vector<Backend> backends;
+    if (o.backend == "both") {
+      backends = {Backend::rtl, Backend::golden};
+    } else {
+      backends = {tp::driver::parse_backend(o.backend)};
     }
-    return status.ok() ? kExitOk : kExitFail;
+    bool all_ok = true;
+    std::vector<tp::driver::Status> statuses;
+    std::vector<std::vector<uint32_t>> memories;
+    for (const Backend be : backends) {
+      auto chip = Chip::open(o.preset.empty() ? prog.preset : o.preset, be);
+      for (const auto& spec : o.hbm_in) hbm_in(*chip, spec);
+      chip->load(prog);
+      const auto status = chip->run(o.timeout ? o.timeout : kProgramTimeout);
+      const auto counters = chip->counters();
+      fmt::print("{} on {} (preset '{}'): {}\n", o.program, chip->backend_name(), chip->preset().name,
+                 tp::driver::describe(status));
+      if (status.err != tp::isa::Err::none && status.pc < prog.code.size()) {
+        const auto d = tp::isa::decode(prog.code[status.pc]);
+        fmt::print(
+            "  at pc {}:    {}\n", status.pc,
+            d.err == tp::isa::Err::none ? tp::isa::disassemble(d.instr) : std::string("(a word that does not decode)"));
+      }
+      for (const auto& [name, value] : counters) fmt::print("  {:<16} {}\n", name, value);
+      for (const auto& spec : o.hbm_out) hbm_out(*chip, spec);
+      if (backends.size() == 2) memories.push_back(chip->read(0, chip->preset().chip.hbm_beats));
+      statuses.push_back(status);
+      all_ok &= status.ok();
+      report["preset"] = json::parse(tp::preset_json(chip->preset()));
+      report["runs"].push_back(
+          {{"backend", chip->backend_name()}, {"status", status_json(status)}, {"counters", counters}});
+    }
+    report["program"] = o.program;
+    if (backends.size() == 2) {
+      // The same end: both done (or not), the same error, and for an error the same PC.
+      const bool same_end = statuses[0].err == statuses[1].err && statuses[0].done == statuses[1].done &&
+                            (statuses[0].err == tp::isa::Err::none || statuses[0].pc == statuses[1].pc);
+      uint64_t differ = 0;
+      for (size_t i = 0; i < memories[0].size(); ++i) differ += memories[0][i] != memories[1][i];
+      fmt::print("rtl vs golden interpreter: {}, {}\n", same_end ? "the same end" : "DIFFERENT ends (status)",
+                 differ == 0 ? fmt::format("HBM bit-exact ({} words)", memories[0].size())
+                             : fmt::format("HBM DIFFERENT ({} of {} words)", differ, memories[0].size()));
+      report["rtl_matches_golden"] = same_end && differ == 0;
+      all_ok &= same_end && differ == 0;
+    }
+    if (!o.report.empty()) write_report(o.report, report);
+    return all_ok ? kExitOk : kExitFail;
   }
+  const Backend backend = o.backend == "both" ? Backend::rtl : tp::driver::parse_backend(o.backend);
 
   // One backend, or both on the same operands (same seed), then compared with each other.
   std::vector<Backend> backends;
@@ -588,6 +677,10 @@ int cmd_pod(const PodOptions& o) {
   if (!o.slice.empty()) std::tie(shape.w, shape.h) = parse_pair(o.slice, 'x', "--slice");
   if (!o.origin.empty()) std::tie(shape.x0, shape.y0) = parse_pair(o.origin, ',', "--origin");
   tp::driver::check_slice(pod, shape);
+  if (!o.report.empty()) check_output(o.report, "--report");
+  if (!o.program.empty()) check_input(o.program, "--program");
+  for (const auto& pa : o.program_at)
+    if (const auto eq = pa.find('='); eq != std::string::npos) check_input(pa.substr(eq + 1), "--program-at");
   if (!o.collective.empty()) {  // a plan that cannot run is refused before any simulation
     const auto [kind, rows] = parse_collective(o.collective);
     (void)tp::driver::plan_collective(pod.preset, kind, shape.w, shape.h, rows);
@@ -644,8 +737,11 @@ int cmd_run_sharded(const RunOptions& o) {
     w = static_cast<unsigned>(pw);
     h = static_cast<unsigned>(ph);
   }
+  if (!o.report.empty()) check_output(o.report, "--report", {o.layers});
+  if (!o.out.empty()) check_output(o.out, "--out", {o.layers});
   tp::driver::LayerFile file;
   if (!o.layers.empty()) {
+    check_input(o.layers, "--layers");
     file = tp::driver::load_layer_file(o.layers);
     fmt::print("{}: {}, {} float32 value(s) of x and the weights rounded to bf16\n", o.layers,
                tp::driver::chain_name(file.chain), file.rounded);
@@ -759,6 +855,7 @@ std::pair<unsigned, unsigned> parse_slice(const std::string& text) {
 
 int cmd_train(const TrainOptions& o) {
   const auto [w, h] = parse_slice(o.slice);
+  if (!o.report.empty()) check_output(o.report, "--report");
   tp::driver::PodSpec pod;
   pod.preset = tp::load_preset(o.preset.empty() ? tp::load_pod("").preset : o.preset);
   pod.name = fmt::format("{}x{}", w, h);
@@ -838,15 +935,46 @@ int cmd_train(const TrainOptions& o) {
 
 }  // namespace
 
+// ---- tensorpod presets ----
+
+int cmd_presets() {
+  fmt::print("{:<8} {:>5} {:>10} {:>9} {:>10} {:>12} {:>7} {:>9}  {}\n", "preset", "n", "VMEM rows", "acc rows", "IMEM",
+             "HBM beats", "memory", "MHz", "description");
+  for (const auto& p : tp::load_presets())
+    fmt::print("{:<8} {:>5} {:>10} {:>9} {:>10} {:>12} {:>7} {:>9.0f}  {} (peak {} MAC/cycle, {:.3g} TFLOP/s)\n",
+               p.name, p.mxu.n, p.chip.vmem_rows, p.mxu.acc_rows, p.chip.imem_words, p.chip.hbm_beats, p.chip.memory,
+               p.clock_mhz, p.description, uint64_t{p.mxu.n} * p.mxu.n, 2.0 * p.mxu.n * p.mxu.n * p.clock_mhz / 1e6);
+  fmt::print("(configs/presets.json, or the file TENSORPOD_CONFIG names; the default preset is '{}')\n",
+             tp::load_preset("").name);
+  return kExitOk;
+}
+
+// Strict numbers for the unsigned options: digits (or 0x hex) that fit 64 bits; CLI11 alone takes
+// "-1" as 2^64 - 1 and clamps what does not fit.
+const CLI::Validator kUnsigned(
+    [](std::string& text) -> std::string {
+      try {
+        (void)parse_u64(text, "");
+      } catch (const UsageError&) {
+        return fmt::format("'{}' is not a non-negative whole number that fits 64 bits", text);
+      }
+      return "";
+    },
+    "UINT");
+const CLI::Validator kNonEmpty([](std::string& text) -> std::string { return text.empty() ? "an empty value" : ""; },
+                               "TEXT");
+
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod: assemble, disassemble and run chip programs (docs/chip.md)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("tensorpod, ISA version {}", tp::isa::kIsaVersion));
+  auto* presets_cmd = app.add_subcommand("presets", "List the chip presets and their key figures");
 
   std::string asm_in, asm_out, asm_preset;
   auto* asm_cmd = app.add_subcommand("asm", "Assemble a program for a preset into a .tpb file");
   asm_cmd->add_option("input", asm_in, "assembly source")->required();
   asm_cmd->add_option("-o,--output", asm_out, "program file to write (.tpb)")->required();
-  asm_cmd->add_option("--config", asm_preset, "preset (default: the config file's default)");
+  asm_cmd->add_option("--config", asm_preset, "preset (default: the config file's default)")->check(kNonEmpty);
 
   std::string disasm_in;
   auto* disasm_cmd = app.add_subcommand("disasm", "Disassemble a .tpb program file");
@@ -860,7 +988,7 @@ int main(int argc, char** argv) {
   comp_cmd->add_flag("--bias", comp.bias, "--matmul: add a bias row");
   comp_cmd->add_flag("--relu", comp.relu, "--matmul: apply ReLU");
   comp_cmd->add_option("--mlp", comp.mlp, "a two-layer MLP MxKxHxN");
-  comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)");
+  comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)")->check(kNonEmpty);
   comp_cmd
       ->add_option("--form", comp.form, "loops, unrolled, or automatic (loops unless unrolled is shorter or faster)")
       ->capture_default_str();
@@ -879,25 +1007,28 @@ int main(int argc, char** argv) {
       ->add_option("--backend", run.backend,
                    "rtl, golden, or both (--matmul/--mlp: the same operands on each, results compared)")
       ->capture_default_str();
-  run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)");
+  run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)")
+      ->check(kNonEmpty);
   run_cmd->add_option("--form", run.form, "--matmul/--mlp/--demo: loops, unrolled, or automatic")
       ->capture_default_str();
-  run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str();
+  run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str()->check(kUnsigned);
   run_cmd
       ->add_option("--timeout", run.timeout,
                    "cycles (golden: instructions) before giving up (0: automatic; for a program file 5000000)")
-      ->capture_default_str();
-  run_cmd->add_option("--report", run.report, "write a JSON report to this file");
+      ->capture_default_str()
+      ->check(kUnsigned);
+  run_cmd->add_option("--report", run.report, "write a JSON report to this file")->check(kNonEmpty);
   run_cmd->add_option("--slice", run.slice,
                       "--mlp on a WxH slice (a pod of that shape; --config: the chips' preset, default the pods' "
                       "default's), sharded by --shard");
   run_cmd->add_option("--shard", run.shard,
                       "with --slice: batch=AXES and/or model=AXES[:cols|k|megatron|cols/k/...], axes x, y or xy "
                       "(docs/compiler.md); --mlp then takes MxKxN1x...xNl");
-  run_cmd->add_option("--layers", run.layers,
-                      "a layer file (JSON) with its operands as .npy files (docs/compiler.md); runs like --mlp, on "
-                      "one chip or with --slice/--shard");
-  run_cmd->add_option("--out", run.out, "--layers/--slice: write the output as a float32 .npy file");
+  run_cmd->add_option(
+      "--layers", run.layers,
+      "a layer file (JSON) with its operands as .npy files (docs/compiler.md)->check(kNonEmpty); runs like --mlp, on "
+      "one chip or with --slice/--shard");
+  run_cmd->add_option("--out", run.out, "--layers/--slice: write the output as a float32 .npy file")->check(kNonEmpty);
   run_cmd->add_option("--hbm-in", run.hbm_in, "program runs: load a file of 32-bit words into HBM at BEAT:FILE");
   run_cmd->add_option("--hbm-out", run.hbm_out, "program runs: save HBM BEAT:BEATS:FILE after the run");
 
@@ -906,12 +1037,14 @@ int main(int argc, char** argv) {
       "pod",
       "Run on a slice of a pod (configs/pods.json): the data-parallel matmul demo, random ICI traffic, or "
       "programs; on the SystemC pod of Verilated chips (rtl), the golden pod, or both, compared");
-  pod_cmd->add_option("--pod", pod.pod,
-                      "pod from configs/pods.json: torus, chip preset, link latency, host boards "
-                      "(default: the file's default)");
+  pod_cmd
+      ->add_option("--pod", pod.pod,
+                   "pod from configs/pods.json: torus, chip preset, link latency, host boards "
+                   "(default: the file's default)")
+      ->check(kNonEmpty);
   pod_cmd->add_option("--torus", pod.torus, "override the pod's torus: PxQ chips (the slice: the whole torus)");
-  pod_cmd->add_option("--preset", pod.preset, "override the pod's chip preset");
-  pod_cmd->add_option("--link-latency", pod.link_latency, "override the pod's link latency (cycles)");
+  pod_cmd->add_option("--preset", pod.preset, "override the pod's chip preset")->check(kNonEmpty);
+  pod_cmd->add_option("--link-latency", pod.link_latency, "override the pod's link latency (cycles)")->check(kUnsigned);
   pod_cmd->add_option("--host-board", pod.host_board, "override the chips per host board: BXxBY (dividing the torus)");
   pod_cmd->add_option("--slice", pod.slice, "slice shape WxH (default: the pod's first slice)");
   pod_cmd->add_option("--origin", pod.origin, "slice origin X,Y in the pod (default: the pod's first slice's)");
@@ -928,14 +1061,17 @@ int main(int argc, char** argv) {
                       "data (--seed), checked against the host reference (docs/collectives.md)");
   pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
   pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
-  pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str();
-  pod_cmd->add_option("--timeout", pod.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
+  pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str()->check(kUnsigned);
+  pod_cmd->add_option("--timeout", pod.timeout, "cycles before giving up (0: automatic)")
+      ->capture_default_str()
+      ->check(kUnsigned);
   pod_cmd->add_option("--watchdog", pod.watchdog, "cycles with every unfinished chip waiting that make a deadlock")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kUnsigned);
   pod_cmd->add_option("--link-bit-error", pod.link_bit_error, "probability of a flipped bit per link word")
       ->capture_default_str();
-  pod_cmd->add_option("--report", pod.report, "write a JSON report to this file");
-  pod_cmd->add_option("--waves", pod.waves, "write FST waves of the rtl chips into this folder");
+  pod_cmd->add_option("--report", pod.report, "write a JSON report to this file")->check(kNonEmpty);
+  pod_cmd->add_option("--waves", pod.waves, "write FST waves of the rtl chips into this folder")->check(kNonEmpty);
   pod_cmd->add_option("--wave-chip", pod.wave_chips, "X,Y: only this pod chip's waves (repeatable)");
   pod_cmd->add_option("--golden-chip", pod.golden_chips,
                       "X,Y: in the rtl pod, this chip is a golden chip behind a Verilated router (a mixed pod; "
@@ -947,19 +1083,23 @@ int main(int argc, char** argv) {
       "Train a small MLP data parallel on a slice (docs/compiler.md): the loss per step, cycles per step and "
       "the all-reduce's share, every step checked bit-exact against the host's mirror");
   train_cmd->add_option("--slice", train.slice, "slice shape WxH (a pod of that shape)")->capture_default_str();
-  train_cmd->add_option("--config", train.preset, "the chips' preset (default: the pods' default's)");
+  train_cmd->add_option("--config", train.preset, "the chips' preset (default: the pods' default's)")->check(kNonEmpty);
   train_cmd->add_option("--backend", train.backend, "rtl, golden or both")->capture_default_str();
-  train_cmd->add_option("--steps", train.spec.steps, "SGD steps")->capture_default_str();
+  train_cmd->add_option("--steps", train.spec.steps, "SGD steps")->capture_default_str()->check(kUnsigned);
   train_cmd->add_option("--batch", train.spec.batch, "the global batch (divided over the chips)")
-      ->capture_default_str();
-  train_cmd->add_option("--in", train.spec.in, "input features K")->capture_default_str();
-  train_cmd->add_option("--hidden", train.spec.hidden, "hidden units H")->capture_default_str();
-  train_cmd->add_option("--out", train.spec.out, "outputs N")->capture_default_str();
+      ->capture_default_str()
+      ->check(kUnsigned);
+  train_cmd->add_option("--in", train.spec.in, "input features K")->capture_default_str()->check(kUnsigned);
+  train_cmd->add_option("--hidden", train.spec.hidden, "hidden units H")->capture_default_str()->check(kUnsigned);
+  train_cmd->add_option("--out", train.spec.out, "outputs N")->capture_default_str()->check(kUnsigned);
   train_cmd->add_option("--lr", train.spec.lr, "the learning rate")->capture_default_str();
   train_cmd->add_option("--seed", train.spec.seed, "the data, the teacher and the initial weights")
-      ->capture_default_str();
-  train_cmd->add_option("--timeout", train.timeout, "cycles before giving up (0: automatic)")->capture_default_str();
-  train_cmd->add_option("--report", train.report, "write a JSON report to this file");
+      ->capture_default_str()
+      ->check(kUnsigned);
+  train_cmd->add_option("--timeout", train.timeout, "cycles before giving up (0: automatic)")
+      ->capture_default_str()
+      ->check(kUnsigned);
+  train_cmd->add_option("--report", train.report, "write a JSON report to this file")->check(kNonEmpty);
 
   try {
     app.parse(argc, argv);
@@ -967,12 +1107,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;
   }
 
+  run.seed_given = run_cmd->count("--seed") > 0;
   try {
+    if (*presets_cmd) return cmd_presets();
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_preset);
     if (*disasm_cmd) return cmd_disasm(disasm_in);
     if (*comp_cmd) return cmd_compile(comp, comp_out);

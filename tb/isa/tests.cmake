@@ -34,3 +34,8 @@ target_compile_options(test_train PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_train PRIVATE tp_driver tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_train PROPERTIES LABELS compiler)
 list(APPEND TP_TEST_TARGETS test_train)
+
+# The tensorpod tool's answers to bad input (exit 2 with a clear message, at once).
+add_test(NAME cli.BadInputs COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_cli.py $<TARGET_FILE:tensorpod>)
+set_tests_properties(cli.BadInputs PROPERTIES LABELS cli TIMEOUT 600)
+list(APPEND TP_TEST_TARGETS tensorpod)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Bad input to the tensorpod tool (issue "Trust", part 5): each case must be refused at once with
+exit 2 and a message that names what is wrong, never a hang, a crash or silent acceptance; and a
+few wanted options must work. Usage: test_cli.py path/to/tensorpod"""
+import os
+import subprocess
+import sys
+import tempfile
+
+TOOL = os.path.abspath(sys.argv[1])
+LIMIT = 20  # seconds: a refusal takes milliseconds; more is a hang or work done before checking
+
+
+def run(args, cwd):
+    try:
+        p = subprocess.run([TOOL] + args, cwd=cwd, capture_output=True, text=True, timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return p.returncode, p.stdout + p.stderr
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "p.s"), "w") as f:
+            f.write("halt\n")
+        long_prog = "".join("fence load\n" for _ in range(5000)) + "halt\n"
+        with open(os.path.join(d, "long.s"), "w") as f:
+            f.write(long_prog)
+        code, out = run(["asm", "p.s", "-o", "p.tpb", "--config", "tiny"], d)
+        if code != 0:
+            print(f"setup: asm p.s failed ({code}): {out}")
+            return 1
+        os.mkdir(os.path.join(d, "dir"))
+        bad = [
+            # (arguments, a piece of the message)
+            (["run", "--matmul", "100000x100000x100000"], "HBM"),
+            (["run", "--matmul", "4096x4096x4096", "--config", "tiny"], "HBM"),
+            (["run", "--matmul", "64x64x64", "--config", ""], "empty"),
+            (["run", "--matmul", "64x64x64", "--seed", "-1"], "--seed"),
+            (["run", "--matmul", "64x64x64", "--seed", "99999999999999999999999"], "--seed"),
+            (["run", "--matmul", "64x64x64", "--timeout", "-5"], "--timeout"),
+            (["run", "p.tpb", "--seed", "5"], "--seed"),
+            (["run", "dir"], "directory"),
+            (["run", "nothere.tpb"], "no such file"),
+            (["run", "p.tpb", "--hbm-in", "0:dir"], "directory"),
+            (["run", "p.tpb", "--hbm-out", "0:4:nofolder/x.bin"], "does not exist"),
+            (["run", "--matmul", "8x8x8", "--report", "nofolder/r.json"], "does not exist"),
+            (["run", "--matmul", "8x8x8", "--report", "dir"], "directory"),
+            (["asm", "dir", "-o", "x.tpb"], "directory"),
+            (["asm", "p.s", "-o", "p.s"], "is the input"),
+            (["asm", "long.s", "-o", "long.tpb", "--config", "tiny"], "instruction memory"),
+            (["compile", "--matmul", "64x64x64", "-o", "nofolder/c.tpb"], "does not exist"),
+            (["train", "--steps", "-3"], "--steps"),
+            (["train", "--report", "nofolder/t.json"], "does not exist"),
+            (["pod", "--program", "dir"], "directory"),
+            (["run", "--mlp", "64x32x16", "--slice", "4294967298x1"], "--slice"),
+            (["run", "--mlp", "4000000000x4000000000x1", "--slice", "1x1"], "HBM"),
+            (["pod", "--bogus"], "--bogus"),
+        ]
+        for args, needle in bad:
+            code, out = run(args, d)
+            if code is None:
+                failures.append(f"{' '.join(args)}: no answer within {LIMIT} s")
+            elif code != 2 or needle not in out:
+                failures.append(f"{' '.join(args)}: exit {code} (want 2), output {out.strip()[-200:]!r} "
+                                f"(want a message with {needle!r})")
+        if os.path.exists(os.path.join(d, "p.s")) and open(os.path.join(d, "p.s")).read() != "halt\n":
+            failures.append("asm p.s -o p.s overwrote its source")
+        good = [
+            (["--version"], "ISA version"),
+            (["presets"], "tiny"),
+            (["run", "p.tpb", "--backend", "both"], "HBM bit-exact"),
+        ]
+        for args, needle in good:
+            code, out = run(args, d)
+            if code != 0 or needle not in out:
+                failures.append(f"{' '.join(args)}: exit {code} (want 0), output {out.strip()[-200:]!r} "
+                                f"(want {needle!r})")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(bad) + len(good) - len(failures)} of {len(bad) + len(good)} cases as expected")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
