@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -27,23 +26,31 @@ inline bool parse_trace_line(const std::string& line, const std::string& file, u
                              TraceLine& out) {
   if (line.empty() || line[0] == '#') return false;
   std::istringstream ss(line);
-  std::string addr, op;
+  std::string addr, op, cyc;
+  const auto fail = [&](const std::string& why) {
+    return std::invalid_argument(fmt::format("{}:{}: {}", file, lineno, why));
+  };
+  if (!(ss >> addr >> op >> cyc) || (op != "READ" && op != "WRITE"))
+    throw fail(fmt::format("expected '0xADDRESS READ|WRITE CYCLE [BYTES]', got '{}'", line));
+  // Decimal digits only: no sign, no hex, no fraction (istream would take "-5" as 2^64 - 5).
+  const auto decimal = [](const std::string& t, uint64_t& v) {
+    if (t.empty() || t.size() > 19 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    v = std::stoull(t);
+    return true;
+  };
   uint64_t cycle = 0, bytes = 32;
-  if (!(ss >> addr >> op >> cycle) || (op != "READ" && op != "WRITE"))
-    throw std::invalid_argument(
-        fmt::format("{}:{}: expected '0xADDRESS READ|WRITE CYCLE [BYTES]', got '{}'", file, lineno, line));
+  if (!decimal(cyc, cycle)) throw fail(fmt::format("bad cycle '{}' (a decimal count of cycles)", cyc));
   if (std::string extra; ss >> extra) {
-    char* end = nullptr;
-    bytes = std::strtoull(extra.c_str(), &end, 0);
     std::string rest;
-    if (*end != '\0' || bytes == 0 || bytes > 4096 || (ss >> rest))
-      throw std::invalid_argument(
-          fmt::format("{}:{}: bad size '{}' (bytes 1..4096, then the end of the line)", file, lineno, extra));
+    if (!decimal(extra, bytes) || bytes == 0 || bytes > 4096 || (ss >> rest))
+      throw fail(fmt::format("bad size '{}' (bytes 1..4096, then the end of the line)", extra));
   }
-  char* end = nullptr;
-  const uint64_t a = std::strtoull(addr.c_str(), &end, 0);
-  if (*end != '\0') throw std::invalid_argument(fmt::format("{}:{}: bad address '{}'", file, lineno, addr));
-  if (cycle < last) throw std::invalid_argument(fmt::format("{}:{}: cycle {} goes backwards", file, lineno, cycle));
+  // The address: 0x and 1 to 16 hex digits (DRAMSim3's traces write it so).
+  if (addr.size() < 3 || addr.size() > 18 || addr[0] != '0' || (addr[1] != 'x' && addr[1] != 'X') ||
+      addr.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos)
+    throw fail(fmt::format("bad address '{}' (0x and 1 to 16 hex digits)", addr));
+  const uint64_t a = std::stoull(addr.substr(2), nullptr, 16);
+  if (cycle < last) throw fail(fmt::format("cycle {} goes backwards", cycle));
   last = cycle;
   out = {op == "WRITE", a / 32, cycle, static_cast<unsigned>((bytes + 31) / 32)};
   return true;
