@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 
 #include "pod_model.h"
 
@@ -106,6 +107,18 @@ class GoldenSlice final : public Slice {
 };
 
 }  // namespace
+
+PodSpec torus_pod(const Preset& preset, unsigned kx, unsigned ky) {
+  PodSpec p;
+  p.name = fmt::format("{}x{}", kx, ky);
+  p.preset = preset;
+  p.kx = kx;
+  p.ky = ky;
+  p.link_latency = 1;
+  p.board_x = std::gcd(kx, 2u);
+  p.board_y = std::gcd(ky, 2u);
+  return p;
+}
 
 PodSpec pod_spec(const PodConfig& c) {
   PodSpec p;

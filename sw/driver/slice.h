@@ -35,6 +35,9 @@ struct PodSpec {
 };
 // A configs/pods.json entry with its chips' preset loaded. Throws ConfigError.
 PodSpec pod_spec(const PodConfig&);
+// A kx x ky torus of `preset` chips built by hand (not from the pods file): name "KXxKY", link
+// latency 1, host boards of gcd(k, 2) chips along each axis.
+PodSpec torus_pod(const Preset&, unsigned kx, unsigned ky);
 
 // A rectangle [x0, x0 + w) x [y0, y0 + h) of the pod; it does not wrap round the torus edge.
 struct SliceShape {

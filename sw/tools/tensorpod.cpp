@@ -718,6 +718,22 @@ int cmd_pod(const PodOptions& o) {
 
 namespace {
 
+// --slice WxH of run and train: 1 to 64 chips.
+std::pair<unsigned, unsigned> parse_slice(const std::string& text) {
+  const auto parts = split(text, 'x');
+  if (parts.size() != 2) throw UsageError(fmt::format("--slice '{}': expected WxH", text));
+  const uint64_t w = parse_u64(parts[0], "--slice"), h = parse_u64(parts[1], "--slice");
+  if (w == 0 || h == 0 || w > 64 || h > 64 || w * h > 64)
+    throw UsageError(fmt::format("--slice {}: 1 to 64 chips, at most 64 along each axis", text));
+  return {static_cast<unsigned>(w), static_cast<unsigned>(h)};
+}
+
+// The pod a run or train --slice runs on: a torus of the slice's shape, of the pods' chip preset
+// unless --config names one.
+tp::driver::PodSpec slice_pod(const std::string& preset, unsigned w, unsigned h) {
+  return tp::driver::torus_pod(tp::load_preset(preset.empty() ? tp::load_pod("").preset : preset), w, h);
+}
+
 int cmd_run_sharded(const RunOptions& o) {
   if (o.mlp.empty() == o.layers.empty())
     throw UsageError(
@@ -727,16 +743,7 @@ int cmd_run_sharded(const RunOptions& o) {
     throw UsageError(
         "run --slice/--shard: goes with --mlp only (no program file, --matmul, --demo, --bias, --relu, "
         "--form, --hbm-in or --hbm-out)");
-  unsigned w = 1, h = 1;
-  if (!o.slice.empty()) {
-    const auto parts = split(o.slice, 'x');
-    if (parts.size() != 2) throw UsageError(fmt::format("--slice '{}': expected WxH", o.slice));
-    const uint64_t pw = parse_u64(parts[0], "--slice"), ph = parse_u64(parts[1], "--slice");
-    if (pw == 0 || ph == 0 || pw > 64 || ph > 64 || pw * ph > 64)
-      throw UsageError(fmt::format("--slice {}: 1 to 64 chips, at most 64 along each axis", o.slice));
-    w = static_cast<unsigned>(pw);
-    h = static_cast<unsigned>(ph);
-  }
+  const auto [w, h] = o.slice.empty() ? std::pair{1u, 1u} : parse_slice(o.slice);
   if (!o.report.empty()) check_output(o.report, "--report", {o.layers});
   if (!o.out.empty()) check_output(o.out, "--out", {o.layers});
   tp::driver::LayerFile file;
@@ -752,13 +759,7 @@ int cmd_run_sharded(const RunOptions& o) {
   const auto& ops = file.operands;
   const auto sharding = tp::driver::parse_sharding(o.shard);
   // The slice is a whole pod of its shape, of the pods' chip preset unless --config says.
-  tp::driver::PodSpec pod;
-  pod.preset = tp::load_preset(o.preset.empty() ? tp::load_pod("").preset : o.preset);
-  pod.name = fmt::format("{}x{}", w, h);
-  pod.kx = w;
-  pod.ky = h;
-  pod.board_x = std::gcd(w, 2u);
-  pod.board_y = std::gcd(h, 2u);
+  const auto pod = slice_pod(o.preset, w, h);
   tp::driver::check_chain(pod.preset, chain);  // before drawing operands of an impossible size
   if (o.layers.empty()) file.operands = tp::driver::random_operands(chain, o.seed);
   // Everything that can be refused is refused before any simulation.
@@ -844,25 +845,10 @@ struct TrainOptions {
   uint64_t timeout = 0;
 };
 
-std::pair<unsigned, unsigned> parse_slice(const std::string& text) {
-  const auto parts = split(text, 'x');
-  if (parts.size() != 2) throw UsageError(fmt::format("--slice '{}': expected WxH", text));
-  const uint64_t w = parse_u64(parts[0], "--slice"), h = parse_u64(parts[1], "--slice");
-  if (w == 0 || h == 0 || w > 64 || h > 64 || w * h > 64)
-    throw UsageError(fmt::format("--slice {}: 1 to 64 chips, at most 64 along each axis", text));
-  return {static_cast<unsigned>(w), static_cast<unsigned>(h)};
-}
-
 int cmd_train(const TrainOptions& o) {
   const auto [w, h] = parse_slice(o.slice);
   if (!o.report.empty()) check_output(o.report, "--report");
-  tp::driver::PodSpec pod;
-  pod.preset = tp::load_preset(o.preset.empty() ? tp::load_pod("").preset : o.preset);
-  pod.name = fmt::format("{}x{}", w, h);
-  pod.kx = w;
-  pod.ky = h;
-  pod.board_x = std::gcd(w, 2u);
-  pod.board_y = std::gcd(h, 2u);
+  const auto pod = slice_pod(o.preset, w, h);
   const tp::driver::SliceShape shape{0, 0, w, h};
   std::vector<Backend> backends;
   if (o.backend == "both") {

@@ -55,4 +55,9 @@ uint64_t test_seed(const std::string& test_name, const std::string& preset) {
   return seed;
 }
 
+uint64_t seed_or(uint64_t fallback) {
+  const char* s = std::getenv("TP_SEED");
+  return s && *s ? std::strtoull(s, nullptr, 0) : fallback;
+}
+
 }  // namespace tp::tb

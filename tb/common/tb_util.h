@@ -14,4 +14,7 @@ namespace tp::tb {
 // that reruns the test: `make wave` for tests of a Verilated model at a preset, ctest otherwise.
 uint64_t test_seed(const std::string& test_name, const std::string& preset = "");
 
+// $TP_SEED when set (a number), otherwise `fallback`: the pod, sharding and training tests' seeds.
+uint64_t seed_or(uint64_t fallback);
+
 }  // namespace tp::tb

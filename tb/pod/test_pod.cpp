@@ -36,10 +36,7 @@ PodSpec pod(unsigned kx, unsigned ky, unsigned latency = 1, const std::string& p
   return p;
 }
 
-uint64_t seed_or(uint64_t fallback) {
-  const char* s = std::getenv("TP_SEED");
-  return s && *s ? std::strtoull(s, nullptr, 0) : fallback;
-}
+using tp::tb::seed_or;
 
 std::string rerun(uint64_t seed) {
   return fmt::format("rerun: TP_SEED={} build/tb/test_pod --gtest_filter={} (waves: make wave TEST={} SEED={})", seed,

@@ -26,21 +26,9 @@ namespace {
 
 using namespace tp::driver;
 
-PodSpec pod(unsigned kx, unsigned ky, const std::string& preset = "tiny") {
-  PodSpec p;
-  p.name = fmt::format("{}x{}", kx, ky);
-  p.preset = tp::load_preset(preset);
-  p.kx = kx;
-  p.ky = ky;
-  p.board_x = std::min(2u, kx);
-  p.board_y = std::min(2u, ky);
-  return p;
-}
+PodSpec pod(unsigned kx, unsigned ky) { return torus_pod(tp::load_preset("tiny"), kx, ky); }
 
-uint64_t seed_or(uint64_t fallback) {
-  const char* s = std::getenv("TP_SEED");
-  return s && *s ? std::strtoull(s, nullptr, 0) : fallback;
-}
+using tp::tb::seed_or;
 
 std::string rerun(uint64_t seed) {
   return fmt::format("rerun: TP_SEED={} build/tb/test_shard --gtest_filter={}", seed, tp::tb::current_test_name());
