@@ -49,6 +49,7 @@ Backend parse_backend(std::string_view name) {
 std::string_view backend_label(Backend b) { return b == Backend::rtl ? "rtl" : "golden"; }
 
 std::string describe(const Status& s) {
+  if (s.interrupted) return fmt::format("interrupted by the user after {} cycles (not done)", s.cycles);
   if (s.timed_out) return fmt::format("timed out after {} cycles (not done)", s.cycles);
   if (s.err != isa::Err::none)
     return fmt::format("error {} at pc {} after {} cycles", isa::err_name(s.err), s.pc, s.cycles);

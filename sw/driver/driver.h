@@ -35,8 +35,9 @@ Backend parse_backend(std::string_view);
 std::string_view backend_label(Backend);
 
 struct Status {
-  bool done = false;       // the chip finished (with or without an error)
-  bool timed_out = false;  // run() gave up after its timeout; the chip did not finish
+  bool done = false;         // the chip finished (with or without an error)
+  bool timed_out = false;    // run() gave up after its timeout; the chip did not finish
+  bool interrupted = false;  // ... because the user interrupted it (Ctrl-C: tp::interrupted())
   isa::Err err = isa::Err::none;
   uint32_t pc = 0;      // the offending instruction's PC when err != none
   uint64_t cycles = 0;  // cycles since start (the golden backend: its estimate)

@@ -3,6 +3,7 @@
 
 #include "chip_model.h"
 #include "driver.h"
+#include "interrupt.h"
 
 namespace tp::driver {
 
@@ -37,6 +38,7 @@ class GoldenChip final : public Chip {
     Status s;
     s.done = r.done;
     s.timed_out = !r.done;
+    s.interrupted = !r.done && tp::interrupted();
     s.err = r.err;
     s.pc = r.pc;
     s.cycles = model_.stats().est_cycles;

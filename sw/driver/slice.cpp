@@ -8,6 +8,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "interrupt.h"
 #include "pod_model.h"
 
 namespace tp::driver {
@@ -60,6 +61,7 @@ class GoldenSlice final : public Slice {
     st.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     st.deadlock = r.deadlock;
     st.timed_out = !r.done && !r.deadlock;
+    st.interrupted = st.timed_out && tp::interrupted();
     st.cycles = r.pod_est_cycles;
     for (unsigned idx = 0; idx < programs_.size(); ++idx) {
       if (!programs_[idx]) continue;

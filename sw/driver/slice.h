@@ -69,6 +69,7 @@ struct SliceStatus {
   std::vector<ChipOutcome> chips;  // every chip that had a program, in pod order (x + y * kx)
   bool deadlock = false;           // the watchdog stopped the pod: chips wait on each other
   bool timed_out = false;          // the run's timeout passed first
+  bool interrupted = false;        // ... because the user interrupted it (Ctrl-C)
   std::string report;              // one line per chip that failed or waits
   uint64_t cycles = 0;             // pod cycles from start to the end of the run
   double wall_seconds = 0;         // wall-clock time of the run

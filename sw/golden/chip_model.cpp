@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "interrupt.h"
 #include "vpu_ops.h"
 
 // The function of the chip; its timing estimate is chip_timing.cpp's (ChipTiming).
@@ -130,6 +131,7 @@ ChipModel::Result ChipModel::run(uint64_t max_steps) {
     return r;
   };
   while (!finished_) {
+    if ((steps_ & 0xffffu) == 0 && tp::interrupted()) return stopped(Result{Err::none, pc_, false, steps_});  // Ctrl-C
     if (dispatch(budget)) return stopped(Result{Err::none, pc_, false, steps_});
     if (finished_) break;
     bool progressed = false;

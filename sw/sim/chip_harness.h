@@ -35,6 +35,7 @@
 
 #include "config.h"
 #include "hbm_dram.h"
+#include "interrupt.h"
 #include "isa.h"
 #include "secded.h"
 #include "sim_util.h"
@@ -343,6 +344,7 @@ class ChipHarness {
         r.done = true;
         break;
       }
+      if ((cycles_ & 0xfffu) == 0 && tp::interrupted()) break;  // Ctrl-C: stop as at a timeout
     }
     r.timed_out = !r.done;
     r.cycles = cycles_ - t0;

@@ -13,6 +13,7 @@
 #include TP_CHIP_HEADER
 #include "chip_harness.h"
 #include "driver.h"
+#include "interrupt.h"
 
 namespace {
 
@@ -50,6 +51,7 @@ class RtlChip final : public tp::driver::Chip {
     tp::driver::Status s;
     s.done = r.done;
     s.timed_out = r.timed_out;
+    s.interrupted = r.timed_out && tp::interrupted();
     s.err = static_cast<tp::isa::Err>(r.err);
     s.pc = r.pc;
     counters_.clear();

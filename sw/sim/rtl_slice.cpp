@@ -15,6 +15,7 @@
 #include TP_CHIP_HEADER
 #include TP_ICI_HEADER
 #include "golden_pod_chip.h"
+#include "interrupt.h"
 #include "pod_sim.h"
 #include "slice.h"
 
@@ -218,8 +219,9 @@ class RtlSlice final : public tp::driver::Slice {
         st.deadlock = true;
         break;
       }
-      if (cycle() - start_cycle > timeout_cycles) {
+      if (cycle() - start_cycle > timeout_cycles || tp::interrupted()) {
         st.timed_out = true;
+        st.interrupted = tp::interrupted();
         break;
       }
     }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "collectives.h"
 #include "compiler.h"
 #include "driver.h"
+#include "interrupt.h"
 #include "isa.h"
 #include "layer_file.h"
 #include "pod_programs.h"
@@ -159,6 +161,7 @@ void hbm_out(Chip& chip, const std::string& spec) {
 json status_json(const tp::driver::Status& s) {
   return {{"done", s.done},
           {"timed_out", s.timed_out},
+          {"interrupted", s.interrupted},
           {"error", std::string(tp::isa::err_name(s.err))},
           {"pc", s.pc},
           {"cycles", s.cycles}};
@@ -950,6 +953,14 @@ const CLI::Validator kUnsigned(
 const CLI::Validator kNonEmpty([](std::string& text) -> std::string { return text.empty() ? "an empty value" : ""; },
                                "TEXT");
 
+// Ctrl-C: the first stops the simulation at its next check (tp::interrupted()) and the command
+// writes what it has; a second one ends the process at once.
+extern "C" void on_interrupt(int) {
+  tp::interrupt_flag().store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
+
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod: assemble, disassemble and run chip programs (docs/chip.md)"};
   app.require_subcommand(1);
@@ -1101,14 +1112,20 @@ int main(int argc, char** argv) {
   }
 
   run.seed_given = run_cmd->count("--seed") > 0;
+  std::signal(SIGINT, on_interrupt);
+  const auto finish = [](int code) {
+    if (!tp::interrupted()) return code;
+    fmt::print(stderr, "tensorpod: interrupted; what ran is reported above (and in --report, if given)\n");
+    return kExitInterrupted;
+  };
   try {
     if (*presets_cmd) return cmd_presets();
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_preset);
     if (*disasm_cmd) return cmd_disasm(disasm_in);
     if (*comp_cmd) return cmd_compile(comp, comp_out);
-    if (*pod_cmd) return cmd_pod(pod);
-    if (*train_cmd) return cmd_train(train);
-    return cmd_run(run);
+    if (*pod_cmd) return finish(cmd_pod(pod));
+    if (*train_cmd) return finish(cmd_train(train));
+    return finish(cmd_run(run));
   } catch (const UsageError& e) {
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::ConfigError& e) {

@@ -77,9 +77,38 @@ def main():
             if code != 0 or needle not in out:
                 failures.append(f"{' '.join(args)}: exit {code} (want 0), output {out.strip()[-200:]!r} "
                                 f"(want {needle!r})")
+        # Ctrl-C: an endless program on the RTL chip stops at once with exit 130 and a report that
+        # says it was interrupted.
+        with open(os.path.join(d, "spin.s"), "w") as f:
+            f.write("top:\n  beq r0, r0, top\nhalt\n")
+        code, out = run(["asm", "spin.s", "-o", "spin.tpb", "--config", "tiny"], d)
+        interrupt_ok = False
+        if code == 0:
+            import json
+            import signal
+            import time
+            p = subprocess.Popen([TOOL, "run", "spin.tpb", "--backend", "rtl", "--timeout", "4000000000",
+                                  "--report", "spin.json"], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+            time.sleep(2)
+            p.send_signal(signal.SIGINT)
+            try:
+                out, _ = p.communicate(timeout=LIMIT)
+                with open(os.path.join(d, "spin.json")) as f:
+                    status = json.load(f)["runs"][0]["status"]
+                interrupt_ok = p.returncode == 130 and status["interrupted"] and "interrupted" in out
+                if not interrupt_ok:
+                    failures.append(f"Ctrl-C: exit {p.returncode} (want 130), status {status}, output {out[-200:]!r}")
+            except subprocess.TimeoutExpired:
+                p.kill()
+                failures.append(f"Ctrl-C: the run did not stop within {LIMIT} s")
+            except (OSError, KeyError, ValueError) as e:
+                failures.append(f"Ctrl-C: no usable report ({e})")
+        else:
+            failures.append(f"setup: asm spin.s failed ({code}): {out}")
     for f in failures:
         print("FAIL:", f)
-    print(f"{len(bad) + len(good) - len(failures)} of {len(bad) + len(good)} cases as expected")
+    print(f"{len(bad) + len(good) + 1 - len(failures)} of {len(bad) + len(good) + 1} cases as expected")
     return 1 if failures else 0
 
 
