@@ -6,7 +6,8 @@
 #   make sim-chip [PRESET=<name>] [ARGS="--matmul 512x256x1024 --bias --relu"]
 #                                                       an MLP (or ARGS) on one Verilated chip and
 #                                                       on the golden interpreter, compared
-#   make test                                           the regression (tiny, small, odd presets)
+#   make test [SANITIZE=1]                              the regression (tiny, small, odd presets);
+#                                                       SANITIZE=1: built with ASan and UBSan in build-asan
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>] [CHIP=<x,y>]
 #                                                       rerun one test with FST waves (a pod
 #                                                       test: every chip's, or chip x,y's)
@@ -20,7 +21,19 @@
 #                                                       UBSan) in build-fuzz/, each for FUZZ_SECONDS
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c
+# SANITIZE=1: AddressSanitizer and UndefinedBehaviorSanitizer on everything built (our C++, the
+# Verilated models, the harnesses), in a build directory of its own.
+SANITIZE ?=
+ifeq ($(SANITIZE),1)
+BUILD  ?= build-asan
+SAN_FLAGS := -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+             -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+else
 BUILD  ?= build
+SAN_FLAGS :=
+endif
 JOBS   ?= 2
 PRESET ?= $(shell sed -n 's/.*"default": *"\([^"]*\)".*/\1/p' configs/presets.json)
 # The preset names, one a line: the keys of configs/presets.json's "presets" (not of its "bases").
@@ -40,7 +53,7 @@ deps:
 
 configure: deps
 	@mkdir -p $(BUILD)
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release > $(BUILD)/configure.log 2>&1 \
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(SAN_FLAGS) > $(BUILD)/configure.log 2>&1 \
 	  || { cat $(BUILD)/configure.log; echo "make: configuring failed (log: $(BUILD)/configure.log)"; exit 1; }
 
 sim: configure
