@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Test scripts/plots.py on tiny synthetic reports (the CTest test scripts.Plots).
+"""Test scripts/plots.py on tiny synthetic reports and on the committed sample reports
+(tb/plots/reports) (the CTest test scripts.Plots).
 
 Writes a minimal report of every kind to a temporary directory, runs plots.py on it and checks
 that every PNG and SVG is written and is one; that a missing report is skipped with a note; that
@@ -196,6 +197,17 @@ def main():
         rc, so, se = run("--reports", os.path.join(tmp, "good"), "--out", os.path.join(tmp, "nompl-out"), env=env)
         check(rc != 0 and "python3-matplotlib" in se and no_traceback(se),
               f"without matplotlib: non-zero exit naming python3-matplotlib (got {rc}; stderr: {se.strip()[-300:]})")
+
+        # The committed sample reports (tb/plots/reports: real make bench reports, stripped of their
+        # configs and counters): every plot drawn from them.
+        samples = os.path.join(os.path.dirname(HERE), "tb", "plots", "reports")
+        out = os.path.join(tmp, "samples-out")
+        rc, so, se = run("--reports", samples, "--out", out)
+        check(rc == 0, f"the committed sample reports: exit 0 (got {rc}; stderr: {se.strip()[-300:]})")
+        for name in NAMES:
+            for kind in ("png", "svg"):
+                path = os.path.join(out, f"{name}.{kind}")
+                check(plot_ok(path, kind), f"sample reports: {name}.{kind} written")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
