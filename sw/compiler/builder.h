@@ -98,5 +98,11 @@ Lines build_looped(const Preset&, const std::vector<MatmulLayer>&, const std::ve
 
 // Emits the header comment and the program's initial tokens (shared by both forms).
 void program_start(Lines&, const Preset&, const std::vector<MatmulLayer>&, const std::vector<Tiling>&);
+// Emits the program's halt (shared by both forms).
+inline void program_end(Lines& lines) {
+  Instr h;
+  h.op = Op::halt;
+  lines.push_back({h, "done when every queue has drained", {}, {}});
+}
 
 }  // namespace tp::compiler::detail

@@ -176,9 +176,7 @@ class Builder {
   Lines build(const std::vector<MatmulLayer>& layers, const std::vector<Tiling>& plans) {
     program_start(lines_, p_, layers, plans);
     for (size_t i = 0; i < layers.size(); ++i) layer(i, layers[i], plans[i], i + 1 == layers.size());
-    Instr h;
-    h.op = Op::halt;
-    emit(h, "done when every queue has drained");
+    program_end(lines_);
     return std::move(lines_);
   }
 

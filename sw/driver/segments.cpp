@@ -19,8 +19,6 @@ using compiler::MatmulLayer;
 using isa::Instr;
 using isa::Op;
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 uint32_t data_vmem(const Preset& p) { return p.chip.vmem_rows - 1; }

@@ -14,6 +14,8 @@
 
 namespace tp::driver::seg {
 
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
 // VMEM rows a segment may use: all but the last (the ready token's, instr_build.h).
 uint32_t data_vmem(const Preset&);
 

@@ -23,7 +23,7 @@ using compiler::MatrixRef;
 using isa::Instr;
 using isa::Op;
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+using seg::ceil_div;
 
 // `beats` beats over q chips: chip i gets [first(i), first(i) + count(i)).
 struct Blocks {

@@ -21,11 +21,10 @@ namespace tp::driver {
 namespace {
 
 using compiler::MatmulLayer;
-using compiler::MatrixRef;
 using isa::Instr;
 using isa::Op;
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+using seg::ceil_div;
 
 uint32_t f32(float f) { return std::bit_cast<uint32_t>(f); }
 
@@ -173,12 +172,6 @@ std::string train_name(const TrainSpec& s) {
 // ---- the host's mirror ------------------------------------------------------------------------
 
 namespace {
-
-// One chip's gradients in the layout of the all-reduce block (padded words), from its rows.
-struct ChipGrad {
-  std::vector<uint32_t> block;  // g_rows * n words
-  std::vector<uint32_t> e;      // bc x N
-};
 
 // A weight matrix (rows padded to a multiple of n) or a bias row (not padded) as padded words.
 std::vector<uint32_t> pad_words(const Preset& p, uint32_t rows, uint32_t cols, const std::vector<uint32_t>& m,
