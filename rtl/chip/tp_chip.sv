@@ -55,7 +55,17 @@ module tp_chip
   output logic [IRVW-1:0] ici_rv_out_o   [4],
   input  logic [IRVW-1:0] ici_rv_in_i    [4],
   output logic            ici_busy_o,  // the network interface has flits in flight (sent or received)
-  output logic            waiting_o    // STATUS.waiting: in a pod, every queue waits and nothing moves
+  output logic            waiting_o,   // STATUS.waiting: in a pod, every queue waits and nothing moves
+  // trace probe (docs/observability.md), read by the harness each cycle when it records a trace:
+  // per queue (the ISA table's order) the head pops this cycle (dbg_go_o) with its PC, the unit
+  // counter that counts this cycle (dbg_kind_o, 2 bits per queue), valid while dbg_count_o; the
+  // last row of an arriving transfer written this cycle (dbg_rx_end_o) and its sender {y, x}
+  output logic [NumQueues-1:0]   dbg_go_o,
+  output logic [31:0]            dbg_pc_o [NumQueues],
+  output logic [2*NumQueues-1:0] dbg_kind_o,
+  output logic                   dbg_count_o,
+  output logic                   dbg_rx_end_o,
+  output logic [2*CW-1:0]        dbg_rx_src_o
 );
   localparam int unsigned NCnt = NumCounters;
 
@@ -218,9 +228,13 @@ module tp_chip
     .wait_pc_o    (wait_pc),
     .cnt_unit_o   (cnt_unit),
     .cnt_cycles_o (cnt_cycles),
-    .cnt_instrs_o (cnt_instrs)
+    .cnt_instrs_o (cnt_instrs),
+    .dbg_go_o     (dbg_go_o),
+    .dbg_kind_o   (dbg_kind_o),
+    .dbg_count_o  (dbg_count_o)
   );
   assign waiting_o = waiting;
+  assign dbg_pc_o  = u_pc;
 
   // ---- VMEM: reads 0 MXU rows, 1 MXU weights, 2 store, 3.. vector (a, b, mask per sublane),
   //      last the ICI unit's sends; writes 0 load, 1.. vector (one per sublane), last ICI arrivals
@@ -524,6 +538,8 @@ module tp_chip
     .wr_data_o        (v_wr_data[NW-1]),
     .wr_gnt_i         (v_wr_gnt[NW-1]),
     .rsig_o           (rsig),
+    .rx_end_o         (dbg_rx_end_o),
+    .rx_src_o         (dbg_rx_src_o),
     .inj_valid_o      (inj_valid),
     .inj_ready_i      (inj_ready),
     .inj_flit_o       (inj_flit),

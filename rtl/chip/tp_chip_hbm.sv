@@ -59,6 +59,13 @@ module tp_chip_hbm
   input  logic [IRVW-1:0] ici_rv_in_i    [4],
   output logic            ici_busy_o,
   output logic            waiting_o,
+  // trace probe (tp_chip)
+  output logic [tp_isa_pkg::NumQueues-1:0]   dbg_go_o,
+  output logic [31:0]            dbg_pc_o [tp_isa_pkg::NumQueues],
+  output logic [2*tp_isa_pkg::NumQueues-1:0] dbg_kind_o,
+  output logic                   dbg_count_o,
+  output logic                   dbg_rx_end_o,
+  output logic [2*CW-1:0]        dbg_rx_src_o,
   // one DRAM interface per pseudo-channel
   output logic            cmd_valid_o [NC],
   output logic [2:0]      cmd_o       [NC],
@@ -113,7 +120,13 @@ module tp_chip_hbm
     .ici_rv_out_o,
     .ici_rv_in_i,
     .ici_busy_o,
-    .waiting_o
+    .waiting_o,
+    .dbg_go_o,
+    .dbg_pc_o,
+    .dbg_kind_o,
+    .dbg_count_o,
+    .dbg_rx_end_o,
+    .dbg_rx_src_o
   );
 
   tp_mem_hbm #(

@@ -58,7 +58,13 @@ module tp_core
   // counters: per unit busy, waiting, stalled, idle; cycles; instructions
   output logic [63:0]  cnt_unit_o [NQ][4],
   output logic [63:0]  cnt_cycles_o,
-  output logic [63:0]  cnt_instrs_o
+  output logic [63:0]  cnt_instrs_o,
+  // trace probe (docs/observability.md): per queue, the head starts (pops) this cycle, and which
+  // of the four unit counters counts this cycle (0 busy, 1 waiting, 2 stalled, 3 idle), valid
+  // while dbg_count_o (the counters count)
+  output logic [NQ-1:0]   dbg_go_o,
+  output logic [2*NQ-1:0] dbg_kind_o,
+  output logic            dbg_count_o
 );
   localparam int unsigned QW = $bits(instr_t) + 32;
 
@@ -383,15 +389,20 @@ module tp_core
   // ---- counters -----------------------------------------------------------------------------
   logic [NQ-1:0][3:0][63:0] cnt_q, cnt_d;  // [unit][busy, waiting, stalled, idle]
   logic [63:0] cycles_q, instrs_q;
+  logic [1:0] kind [NQ];  // the counter this cycle counts per unit
   always_comb begin
     cnt_d = cnt_q;
     for (int q = 0; q < NQ; q++) begin
-      if (!u_idle_i[q] && u_moving_i[q]) cnt_d[q][0] = cnt_q[q][0] + 1;
-      else if (!u_idle_i[q]) cnt_d[q][2] = cnt_q[q][2] + 1;
-      else if (q_valid[q] && !wait_ok[q]) cnt_d[q][1] = cnt_q[q][1] + 1;
-      else cnt_d[q][3] = cnt_q[q][3] + 1;
+      if (!u_idle_i[q] && u_moving_i[q]) kind[q] = 2'd0;
+      else if (!u_idle_i[q]) kind[q] = 2'd2;
+      else if (q_valid[q] && !wait_ok[q]) kind[q] = 2'd1;
+      else kind[q] = 2'd3;
+      cnt_d[q][kind[q]] = cnt_q[q][kind[q]] + 1;
+      dbg_kind_o[2*q +: 2] = kind[q];
     end
   end
+  assign dbg_go_o    = go;
+  assign dbg_count_o = running_o;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       cnt_q    <= '0;

@@ -60,6 +60,8 @@ module tp_ici_unit
   output logic [W-1:0]  wr_data_o,
   input  logic          wr_gnt_i,
   output logic [3:0]    rsig_o,  // a semaphore to signal this cycle (0: none)
+  output logic          rx_end_o,  // trace probe: the last row of a transfer is written this cycle
+  output logic [2*CW-1:0] rx_src_o,  // ... sent by the chip {y, x}
   // the router's local port
   output logic          inj_valid_o,
   input  logic          inj_ready_i,
@@ -284,9 +286,11 @@ module tp_ici_unit
   logic [3:0]          rsem_r  [V];
   logic                rlast_r [V];
   logic                inpkt_q [V];
+  logic [2*CW-1:0]     rsrc_r  [V];
 
-  // Complete rows wait here for the VMEM write port: {sig, addr, row}.
-  localparam int unsigned WQW = 4 + 20 + W;
+  // Complete rows wait here for the VMEM write port: {end, src, sig, addr, row} (end: the
+  // transfer's last row; end and src only feed the trace probe).
+  localparam int unsigned WQW = 1 + 2 * CW + 4 + 20 + W;
   logic           wq_push, wq_ready, wq_valid;
   logic [WQW-1:0] wq_in, wq_out;
   logic           ej_fire, row_done;
@@ -300,7 +304,8 @@ module tp_ici_unit
   always_comb begin
     full = rrow_q[ej.vc];
     full[32'(rfi_q[ej.vc]) * FlitW +: FlitW] = ej.data;
-    wq_in = {(ej.tail && rlast_r[ej.vc]) ? rsem_r[ej.vc] : 4'd0, raddr_r[ej.vc], full[W-1:0]};
+    wq_in = {ej.tail && rlast_r[ej.vc], rsrc_r[ej.vc], (ej.tail && rlast_r[ej.vc]) ? rsem_r[ej.vc] : 4'd0,
+             raddr_r[ej.vc], full[W-1:0]};
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -311,6 +316,7 @@ module tp_ici_unit
         rsem_r[v]  <= '0;
         rlast_r[v] <= 1'b0;
         inpkt_q[v] <= 1'b0;
+        rsrc_r[v]  <= '0;
       end
       recv_q <= '0;
     end else begin
@@ -321,6 +327,7 @@ module tp_ici_unit
           rlast_r[ej.vc] <= ej.data[tp_hw_pkg::IciHeadLastLsb];
           rfi_q[ej.vc]   <= '0;
           inpkt_q[ej.vc] <= !ej.tail;
+          rsrc_r[ej.vc]  <= {ej.src_y, ej.src_x};
         end else if (32'(rfi_q[ej.vc]) == NF - 1) begin
           rfi_q[ej.vc]   <= '0;
           raddr_r[ej.vc] <= raddr_r[ej.vc] + 20'd1;
@@ -350,6 +357,8 @@ module tp_ici_unit
   assign wr_addr_o = wq_out[W +: 20];
   assign wr_data_o = wq_out[W-1:0];
   assign rsig_o    = (wq_valid && wr_gnt_i) ? wq_out[W+20 +: 4] : 4'd0;
+  assign rx_end_o  = wq_valid && wr_gnt_i && wq_out[WQW-1];
+  assign rx_src_o  = wq_out[W+24 +: 2*CW];
 
   always_comb begin
     rx_busy_o = wq_valid;
@@ -383,6 +392,6 @@ module tp_ici_unit
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{ej.hops, ej.src_x, ej.src_y, ej.dst_x, ej.dst_y, s_req_done, ej.data, full};
+  assign unused_ok = ^{ej.hops, ej.dst_x, ej.dst_y, s_req_done, ej.data, full};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

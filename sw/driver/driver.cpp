@@ -10,6 +10,7 @@
 
 #include "compiler.h"
 #include "fp.h"
+#include "hbm_device.h"
 #include "mxu_model.h"
 
 namespace tp::driver {
@@ -177,7 +178,9 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
             uint64_t timeout, const std::vector<uint32_t>& expected) {
   const Preset& p = chip.preset();
   run.instructions = prog.code.size();
+  for (const auto& l : layers) run.roofline_cycles += roofline_cycles(p, l.m, l.k, l.n);
   chip.load(prog);
+  chip.set_expected_cycles(static_cast<uint64_t>(run.roofline_cycles));  // a lower bound: about
   const auto t0 = std::chrono::steady_clock::now();
   run.status = chip.run(timeout ? timeout : auto_timeout(p, layers));
   run.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -191,6 +194,7 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
   run.bytes_loaded = counter(kBytesLoaded);
   run.bytes_stored = counter(kBytesStored);
   run.mxu_utilization = run.cycles ? static_cast<double>(run.mxu_rows) / static_cast<double>(run.cycles) : 0.0;
+  chip.set_expected_cycles(0);
   if (!run.status.ok()) return;
   const auto& out = layers.back();
   const auto got = compiler::unpack(p, out.m, out.n, chip.read(out.c.beat, compiler::padded_beats(p, out.m, out.n)));
@@ -275,6 +279,19 @@ void fill_output(Chip& chip, const compiler::MatrixRef& ref) {
 // Both runs place and compile first: shapes that do not fit HBM, VMEM or the instruction memory
 // are refused (alloc's DriverError, compile's CompileError) before any operand is drawn or the
 // host reference computed.
+double memory_bytes_per_cycle(const Preset& p) {
+  const double port = 4.0 * double(p.mxu.n);
+  if (p.chip.memory != "hbm") return port;
+  const double bus = double(p.hbm.channels * p.hbm.pseudo_channels) * 32.0 / double(golden::HbmTiming{}.burst_cycles);
+  return std::min(port, bus);
+}
+
+double roofline_cycles(const Preset& p, uint64_t m, uint64_t k, uint64_t n) {
+  const double flops = 2.0 * double(m) * double(k) * double(n), peak = 2.0 * double(p.mxu.n) * double(p.mxu.n);
+  const double compulsory = 4.0 * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
+  return std::max(flops / peak, compulsory / memory_bytes_per_cycle(p));
+}
+
 MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t timeout_cycles) {
   const Preset& p = chip.preset();
   MatmulRun run;

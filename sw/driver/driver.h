@@ -18,6 +18,7 @@
 #include "compiler.h"
 #include "config.h"
 #include "isa.h"
+#include "trace.h"
 
 namespace tp::driver {
 
@@ -95,6 +96,15 @@ class Chip {
   virtual std::map<std::string, uint64_t> counters() = 0;
   virtual std::string backend_name() const = 0;
 
+  // Record the timeline of every following run() into t (nullptr: none; docs/observability.md):
+  // each run starts it afresh (its name and group stay) and finishes it at the run's cycles.
+  void set_trace(trace::ChipTrace* t) { trace_ = t; }
+  trace::ChipTrace* trace() const { return trace_; }
+  // About how many cycles the next run() takes (0: unknown): a long run's progress line on the
+  // terminal shows the time left from it.
+  void set_expected_cycles(uint64_t c) { expected_cycles_ = c; }
+  uint64_t expected_cycles() const { return expected_cycles_; }
+
  protected:
   explicit Chip(Preset preset);
   // Throws DriverError unless beats [beat, beat + beats) are inside HBM; `what` names the access.
@@ -105,6 +115,8 @@ class Chip {
  private:
   Preset preset_;
   uint64_t next_beat_ = 0;
+  trace::ChipTrace* trace_ = nullptr;
+  uint64_t expected_cycles_ = 0;
 };
 
 // RTL backends register themselves per preset from a static initializer of the binary that
@@ -147,10 +159,18 @@ struct MatmulRun {
   compiler::Form form = compiler::Form::loops;  // the form the compiler wrote (loops or unrolled)
   uint64_t cycles = 0, mxu_rows = 0, bytes_loaded = 0, bytes_stored = 0;
   double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
+  double roofline_cycles = 0;  // the layers' roofline_cycles() summed
   std::map<std::string, uint64_t> counters;
   std::vector<uint32_t> output;  // the result read back (row-major m x n), empty when the run failed
   double run_seconds = 0;        // wall-clock time of Chip::run alone (simulation speed)
 };
+
+// The roofline of an m x k x n matmul on a preset (docs/chip.md): the larger of its compute at the
+// peak (one n x n MAC step per cycle) and its compulsory traffic (A and W read once, C written
+// once, 4 bytes an element) over the memory interface: the chip's port (a beat of 4n bytes a
+// cycle), or on HBM the pseudo-channels' data buses if they are narrower.
+double memory_bytes_per_cycle(const Preset&);
+double roofline_cycles(const Preset&, uint64_t m, uint64_t k, uint64_t n);
 
 // Random bf16 operands (exponents near 0, both signs) and fp32 bias from `seed`, HBM allocated
 // (and released afterwards), packed, compiled, loaded, run, read back and compared. timeout 0:

@@ -34,6 +34,7 @@ class GoldenChip final : public Chip {
   // The interpreter has no cycle-accurate timing: its steps stand in for cycles in the timeout,
   // and Status.cycles is its estimate.
   Status run(uint64_t timeout_cycles) override {
+    model_.timeline().keep_events(trace() != nullptr);
     const auto r = model_.run(timeout_cycles);
     Status s;
     s.done = r.done;
@@ -43,19 +44,28 @@ class GoldenChip final : public Chip {
     s.pc = r.pc;
     s.cycles = model_.stats().est_cycles;
     steps_ = r.steps;
+    const auto& tl = model_.finish_timeline();
+    if (auto* t = trace()) {
+      std::string name = t->name(), group = t->group();
+      *t = tl;
+      t->set_name(std::move(name));
+      t->set_group(std::move(group));
+    }
     return s;
   }
 
   std::map<std::string, uint64_t> counters() override {
     const auto& st = model_.stats();
-    return {{std::string(kCycles), st.est_cycles},
-            {"est_cycles", st.est_cycles},
-            {std::string(kInstructions), st.instructions},
-            {std::string(kBytesLoaded), st.bytes_loaded},
-            {std::string(kBytesStored), st.bytes_stored},
-            {std::string(kMxuRows), st.mxu_rows},
-            {"vec_rows", st.vec_rows},
-            {"steps", steps_}};
+    std::map<std::string, uint64_t> c = {{std::string(kCycles), st.est_cycles},
+                                         {"est_cycles", st.est_cycles},
+                                         {std::string(kInstructions), st.instructions},
+                                         {std::string(kBytesLoaded), st.bytes_loaded},
+                                         {std::string(kBytesStored), st.bytes_stored},
+                                         {std::string(kMxuRows), st.mxu_rows},
+                                         {"vec_rows", st.vec_rows},
+                                         {"steps", steps_}};
+    trace::add_unit_counters(c, model_.timeline());
+    return c;
   }
 
   std::string backend_name() const override { return "golden"; }

@@ -54,7 +54,10 @@ class GoldenSlice final : public Slice {
     ran_ = true;
     const unsigned kx = pod().kx;
     for (unsigned idx = 0; idx < programs_.size(); ++idx)
-      if (programs_[idx]) model_.load(idx % kx, idx / kx, *programs_[idx]);
+      if (programs_[idx]) {
+        model_.load(idx % kx, idx / kx, *programs_[idx]);
+        model_.chip(idx % kx, idx / kx).timeline().keep_events(tracing());
+      }
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = model_.run(timeout);
     SliceStatus st;
@@ -86,6 +89,13 @@ class GoldenSlice final : public Slice {
                         {std::string(kBytesStored), s.bytes_stored},
                         {std::string(kMxuRows), s.mxu_rows},
                         {"vec_rows", s.vec_rows}};
+      const auto& tl = model_.chip(o.x, o.y).finish_timeline();
+      trace::add_unit_counters(counters_[idx], tl);
+      if (tracing()) {
+        timelines_.push_back(tl);
+        timelines_.back().set_name(fmt::format("chip ({}, {})", o.x, o.y));
+        timelines_.back().set_group("golden");
+      }
     }
     st.report = describe_outcomes(st);
     return st;

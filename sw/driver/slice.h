@@ -116,6 +116,18 @@ class Slice {
   // hw.json counter, the ICI links' among them) where the backend has them.
   virtual std::map<std::string, uint64_t> counters(unsigned x, unsigned y) = 0;
 
+  // Record every loaded chip's timeline in run() (docs/observability.md); afterwards timelines()
+  // has one per chip that had a program, in pod order, named "chip (x, y)" and grouped by backend.
+  // All chips of a run share one time base (rtl: the pod's cycles from the run's start; golden:
+  // the timing estimate). An rtl pod's golden chips (a mixed pod) record nothing.
+  void set_tracing(bool on) { tracing_ = on; }
+  bool tracing() const { return tracing_; }
+  const std::vector<trace::ChipTrace>& timelines() const { return timelines_; }
+  // About how many pod cycles run() takes (0: unknown; the tool gives a golden run's estimate): the
+  // progress line of a long rtl run shows the time left from it.
+  void set_expected_cycles(uint64_t c) { expected_cycles_ = c; }
+  uint64_t expected_cycles() const { return expected_cycles_; }
+
   // Rows of a row-major matrix (rows x cols words, cols a multiple of lanes) cut into chips()
   // blocks of consecutive rows (chip k = i + j * w gets rows [k*rows/chips, (k+1)*rows/chips)),
   // each written at `beat` of its chip, cols / lanes beats per row; gather reads them back.
@@ -128,6 +140,9 @@ class Slice {
   void check_pod_chip(unsigned x, unsigned y) const;  // inside the pod
   // Programs by pod index x + y * kx (empty: idle).
   std::vector<std::optional<isa::Program>> programs_;
+  bool tracing_ = false;
+  std::vector<trace::ChipTrace> timelines_;
+  uint64_t expected_cycles_ = 0;
 
  private:
   PodSpec pod_;

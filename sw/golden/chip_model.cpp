@@ -33,6 +33,7 @@ ChipModel::ChipModel(const tp::Preset& p)
       mxu_(p.mxu.n, p.mxu.acc_rows),
       timing_(make_dataflow_timing(p)) {
   if (p.chip.queue == 0) throw std::invalid_argument("ChipModel: chip.queue must be positive");
+  timeline_.keep_events(false);  // totals only, until someone asks for a trace
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -99,6 +100,8 @@ void ChipModel::load(const isa::Program& prog) {
   for (auto& t : tokens_) t.clear();
   seq_.fill(0);
   timing_->reset();
+  timeline_.start(code_);
+  timeline_.set_place({{ici_.x, ici_.y}, {ici_.x0, ici_.y0}, ici_.w, ici_.h});
 }
 
 void ChipModel::set_timing(std::unique_ptr<ChipTiming> t) {
@@ -110,6 +113,7 @@ void ChipModel::set_timing(std::unique_ptr<ChipTiming> t) {
 void ChipModel::set_ici(const IciRegs& r) {
   ici_ = r;
   pod_mode_ = uint64_t{r.w} * r.h > 1;
+  timeline_.set_place({{r.x, r.y}, {r.x0, r.y0}, r.w, r.h});
 }
 
 void ChipModel::fail(Err err, uint32_t pc) {
@@ -445,6 +449,7 @@ void ChipModel::execute(unsigned q) {
   }
 
   const TimeSpan span = timing_->execute(q, e.seq, in, std::max(e.dispatch_t, token_t));
+  timeline_.span(q, e.pc, e.dispatch_t, token_t, span.start, span.complete);
 
   switch (in.op) {
     case Op::fence:
@@ -521,6 +526,7 @@ void ChipModel::exec_send(const Entry& e, Coord dst, const TimeSpan& span) {
   const auto first = vmem_.begin() + static_cast<std::ptrdiff_t>(f.vaddr * n_);
   m.words.assign(first, first + static_cast<std::ptrdiff_t>(f.rows * n_));
   m.arrive_t = timing_->ici_arrival(e.instr, span, hops(torus_of(ici_), slice_of(ici_), m.src, dst));
+  timeline_.send(span.start, e.pc, {dst.x, dst.y});
   stats_.ici_bytes_sent += f.rows * 4ull * n_;
   if (sender_) return sender_(std::move(m));
   if (dst != m.src)
@@ -529,6 +535,7 @@ void ChipModel::exec_send(const Entry& e, Coord dst, const TimeSpan& span) {
                     "no ICI sender hook (set_ici_sender) to deliver it",
                     e.pc, m.src.x, m.src.y, dst.x, dst.y));
   deliver(m.raddr, m.words, m.rsem, m.arrive_t);
+  note_arrival(m.src, m.arrive_t);
 }
 
 void ChipModel::deliver(uint32_t raddr, std::span<const uint32_t> words, unsigned rsem, uint64_t arrive_t) {

@@ -34,6 +34,7 @@
 #include "ici_model.h"
 #include "isa.h"
 #include "mxu_model.h"
+#include "trace.h"
 
 namespace tp::golden {
 
@@ -119,6 +120,17 @@ class ChipModel {
   };
   const Stats& stats() const { return stats_; }
 
+  // The run's timeline on the timing estimate (trace.h): always its per-unit totals (busy and
+  // wait; the estimate has no stalls), with keep_events(true) every instruction's slice, the
+  // sends and arrivals. finish_timeline() closes it at est_cycles (again after more run()).
+  trace::ChipTrace& timeline() { return timeline_; }
+  const trace::ChipTrace& finish_timeline() {
+    timeline_.finish(stats_.est_cycles);
+    return timeline_;
+  }
+  // A transfer from src was delivered (the pod calls it next to deliver(); the timeline's arrival).
+  void note_arrival(Coord src, uint64_t arrive_t) { timeline_.arrival(arrive_t, {src.x, src.y}); }
+
   uint32_t reg(unsigned r) const { return regs_.at(r); }                                // scalar register r (r0 is 0)
   std::span<const uint32_t> vmem() const { return vmem_; }                              // vmem_rows * lanes() words
   std::span<const uint32_t> acc_row(unsigned row) const { return mxu_.read_acc(row); }  // throws std::out_of_range
@@ -154,6 +166,7 @@ class ChipModel {
   void check_hbm_range(const char* what, uint64_t beat, uint64_t beats) const;
 
   tp::Preset preset_;
+  trace::ChipTrace timeline_{"chip", {}};
   unsigned n_;
   uint64_t page_beats_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> hbm_;

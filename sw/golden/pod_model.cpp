@@ -135,7 +135,9 @@ PodResult PodModel::run(uint64_t max_steps) {
     std::vector<Pending> batch;
     batch.swap(pending_);
     for (Pending& p : batch) {
-      chips_[index(p.msg.dst.x, p.msg.dst.y)].deliver(p.msg.raddr, p.msg.words, p.msg.rsem, p.msg.arrive_t);
+      ChipModel& to = chips_[index(p.msg.dst.x, p.msg.dst.y)];
+      to.deliver(p.msg.raddr, p.msg.words, p.msg.rsem, p.msg.arrive_t);
+      to.note_arrival(p.msg.src, p.msg.arrive_t);
       latest_arrival_ = std::max(latest_arrival_, p.msg.arrive_t);
       ++out.messages;
       moved = true;

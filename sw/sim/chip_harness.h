@@ -37,8 +37,10 @@
 #include "hbm_dram.h"
 #include "interrupt.h"
 #include "isa.h"
+#include "progress.h"
 #include "secded.h"
 #include "sim_util.h"
+#include "trace.h"
 
 namespace tp::tb {
 
@@ -333,18 +335,23 @@ class ChipHarness {
     csr_write(csr::kCsrProgLen, static_cast<uint32_t>(code.size()));
   }
 
-  // Start and run until done or `timeout` cycles (a watchdog: never hangs).
-  ChipRun run(uint64_t timeout) {
+  // Start and run until done or `timeout` cycles (a watchdog: never hangs). expected: about how
+  // many cycles the run takes, for the progress line's time left (0: unknown).
+  ChipRun run(uint64_t timeout, uint64_t expected = 0) {
     csr_write(csr::kCsrCtrl, 1);
     ChipRun r;
     const uint64_t t0 = cycles_;
+    tp::Progress progress("rtl chip", expected);
     while (cycles_ - t0 < timeout) {
       tick();
       if (top_->done_o) {
         r.done = true;
         break;
       }
-      if ((cycles_ & 0xfffu) == 0 && tp::interrupted()) break;  // Ctrl-C: stop as at a timeout
+      if ((cycles_ & 0xfffu) == 0) {
+        if (tp::interrupted()) break;  // Ctrl-C: stop as at a timeout
+        progress.update(cycles_ - t0);
+      }
     }
     r.timed_out = !r.done;
     r.cycles = cycles_ - t0;
@@ -381,12 +388,31 @@ class ChipHarness {
     if (trace_) trace_->dump(ctx_->time());
     ctx_->timeInc(1);
     sample_memory();
+    if (rec_) record();
     top_->clk_i = 1;
     top_->eval();
     if (trace_) trace_->dump(ctx_->time());
     ctx_->timeInc(1);
     ++cycles_;
     if (!external_links_) loop_links_out();
+    if (rec_ && rec_due_) sample_counters();
+  }
+
+  // ---- timeline (docs/observability.md) ----
+  // Record the next run into t (nullptr: stop): every counted cycle's trace probe, and every
+  // `interval` counted cycles the counter tracks. Times are this harness's cycles from now (the
+  // chips of a pod tick together, so they share the time base). The caller starts t
+  // (ChipTrace::start, place) before the run and finishes it after.
+  void set_timeline(trace::ChipTrace* t, unsigned interval = 256) {
+    rec_ = t;
+    rec_base_ = cycles_;
+    rec_n_ = 0;
+    rec_due_ = false;
+    rec_interval_ = std::max(1u, interval);
+    rec_last_.fill(0);     // the chip's counters start from 0 (a reset before the run)
+    if constexpr (kHbm) {  // the HBM's do not (the memory is reset once)
+      for (unsigned c = 0; c < dram_->channels(); ++c) rec_last_[6] += top_->cnt_hits_o[c];
+    }
   }
 
  private:
@@ -555,6 +581,54 @@ class ChipHarness {
       }
     }
   }
+
+  // The probe of one cycle (before its rising edge): the queues that popped, the counters'
+  // kinds, and an arrival.
+  void record() {
+    const uint64_t t = cycles_ - rec_base_;
+    if (top_->dbg_rx_end_o)
+      rec_->arrival(
+          t, {static_cast<unsigned>(top_->dbg_rx_src_o & 31u), static_cast<unsigned>((top_->dbg_rx_src_o >> 5) & 31u)});
+    if (!top_->dbg_count_o) return;
+    uint32_t pc[isa::kQueues];
+    for (unsigned q = 0; q < isa::kQueues; ++q) pc[q] = top_->dbg_pc_o[q];
+    const unsigned go = top_->dbg_go_o;
+    constexpr unsigned kIci = static_cast<unsigned>(isa::Unit::ici);
+    rec_->cycle(t, go, pc, top_->dbg_kind_o);
+    if ((go >> kIci) & 1u) rec_->send_at(t, pc[kIci]);
+    rec_due_ = ++rec_n_ % rec_interval_ == 0;
+  }
+  // The counter tracks, per interval: MXU array busy (fraction), memory bytes per cycle, flits per
+  // link, HBM row hits. The counters are read through the host registers without a clock edge.
+  void sample_counters() {
+    rec_due_ = false;
+    const auto addr = top_->csr_addr_i;
+    auto delta = [&](unsigned i, uint64_t now) {
+      const uint64_t d = now - rec_last_[i];
+      rec_last_[i] = now;
+      return static_cast<double>(d) / static_cast<double>(rec_interval_);
+    };
+    const uint64_t t = cycles_ - rec_base_;
+    rec_->sample("mxu busy", t, delta(0, counter(ctr::kMxuBusy)));
+    rec_->sample("memory bytes/cycle", t, delta(1, counter(ctr::kBytesLoaded) + counter(ctr::kBytesStored)));
+    static constexpr const char* kLinks[4] = {"n", "s", "e", "w"};
+    for (unsigned p = 0; p < 4; ++p)
+      rec_->sample(fmt::format("ici flits/cycle {}", kLinks[p]), t,
+                   delta(2 + p, counter(static_cast<unsigned>(isa::hw::Cnt::ici_flits_n) + p)));
+    if constexpr (kHbm) {
+      uint64_t hits = 0;
+      for (unsigned c = 0; c < dram_->channels(); ++c) hits += top_->cnt_hits_o[c];
+      rec_->sample("hbm row hits/cycle", t, delta(6, hits));
+    }
+    top_->csr_addr_i = addr;
+    top_->eval();
+  }
+
+  trace::ChipTrace* rec_ = nullptr;
+  uint64_t rec_base_ = 0, rec_n_ = 0;
+  bool rec_due_ = false;
+  unsigned rec_interval_ = 256;
+  std::array<uint64_t, 7> rec_last_{};
 
   unsigned lanes_;
   bool external_links_;

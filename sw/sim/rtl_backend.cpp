@@ -47,7 +47,14 @@ class RtlChip final : public tp::driver::Chip {
     }
     h.load(code_);
     const auto hbm_before = h.hbm_counters();  // the HBM is not reset between runs: report deltas
-    const auto r = h.run(timeout_cycles);
+    if (auto* t = trace()) {
+      t->start(code_);
+      const auto& ici = h.ici();
+      t->set_place({{ici.x, ici.y}, {ici.x0, ici.y0}, ici.w, ici.h});
+      h.set_timeline(t);
+    }
+    const auto r = h.run(timeout_cycles, expected_cycles());
+    h.set_timeline(nullptr);
     tp::driver::Status s;
     s.done = r.done;
     s.timed_out = r.timed_out;
@@ -62,6 +69,7 @@ class RtlChip final : public tp::driver::Chip {
       counters_[name] = level ? value : value - hbm_before.at(name);
     }
     s.cycles = counters_.at("cycles");
+    if (auto* t = trace()) t->finish(s.cycles);
     return s;
   }
   std::map<std::string, uint64_t> counters() override { return counters_; }

@@ -11,12 +11,14 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include TP_CHIP_HEADER
 #include TP_ICI_HEADER
 #include "golden_pod_chip.h"
 #include "interrupt.h"
 #include "pod_sim.h"
+#include "progress.h"
 #include "slice.h"
 
 namespace {
@@ -172,6 +174,19 @@ class RtlSlice final : public tp::driver::Slice {
       active_hosts_.emplace_back(b, std::move(jobs));
     }
     for (auto& [b, jobs] : active_hosts_) top_->hosts[b]->run(jobs, &loaded_, &go_, nhosts, &go_);
+    // Timelines: every running chip from now, on the pod's common time base.
+    std::vector<std::pair<unsigned, tp::trace::ChipTrace>> traced;
+    if (tracing()) {
+      for (unsigned i = 0; i < programs_.size(); ++i) {
+        if (!programs_[i]) continue;
+        const auto& ici_i = *ici[i];
+        traced.emplace_back(i, tp::trace::ChipTrace(fmt::format("chip ({}, {})", i % kx, i / kx),
+                                                    {{ici_i.x, ici_i.y}, {ici_i.x0, ici_i.y0}, ici_i.w, ici_i.h}));
+        traced.back().second.set_group("rtl");
+        traced.back().second.start(programs_[i]->code);
+      }
+      for (auto& [i, t] : traced) top_->chips[i]->set_timeline(&t);
+    }
 
     tp::driver::SliceStatus st;
     for (auto& c : top_->chips) eval_before_.push_back(c->eval_seconds());
@@ -185,14 +200,19 @@ class RtlSlice final : public tp::driver::Slice {
     bool started = false;
     uint64_t start_cycle = 0, quiet = 0, stuck = 0, end_cycle = 0;
     constexpr unsigned kStep = 16, kQuiet = 320;
+    std::optional<tp::Progress> progress;  // from the chips' start (loading them is not their cycles)
     while (true) {
       sc_core::sc_start(sc_core::sc_time(double{kStep}, sc_core::SC_NS));
+      if (started) progress->update(cycle() - start_cycle);
       if (!started) {
         started = std::all_of(running.begin(), running.end(), [&](unsigned i) {
           auto& h = *top_->chips[i];
           return h.done() || (h.csr_read(tp::isa::hw::kCsrStatus) & 1u) != 0;
         });
-        if (started) start_cycle = cycle();
+        if (started) {
+          start_cycle = cycle();
+          progress.emplace(fmt::format("rtl pod {}x{}", shape().w, shape().h), expected_cycles());
+        }
         if (cycle() > limit) {
           st.timed_out = true;
           break;
@@ -253,6 +273,11 @@ class RtlSlice final : public tp::driver::Slice {
           o.wait_sem = static_cast<unsigned>((code[o.wait_pc][1] >> (tp::isa::kWaitLsb - 64)) & 0xf);
       }
       st.chips.push_back(o);
+    }
+    for (auto& [i, t] : traced) {
+      top_->chips[i]->set_timeline(nullptr);
+      t.finish(counters_[i].at("cycles"));
+      timelines_.push_back(std::move(t));
     }
     for (auto& c : top_->chips)
       for (unsigned p = 0; p < 4; ++p) flips_ += c->fwd[p]->flips() + c->rev[p]->flips();

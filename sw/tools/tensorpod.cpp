@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@
 #include "pod_programs.h"
 #include "shard.h"
 #include "slice.h"
+#include "trace.h"
 #include "train.h"
 
 namespace {
@@ -174,7 +176,55 @@ void write_report(const std::string& path, const json& report) {
   fmt::print("report: {}\n", path);
 }
 
+// --trace FILE and --profile (docs/observability.md): the timelines of a command's chips, written
+// as one Chrome trace (every backend's chips, one process each) and printed as op profiles.
+struct Observe {
+  std::string trace;
+  bool profile = false;
+  std::deque<tp::trace::ChipTrace> chips;  // stable addresses: the chips record into them
+
+  bool on() const { return !trace.empty() || profile; }
+  // A new timeline for one chip of a backend.
+  tp::trace::ChipTrace* add(const std::string& name, const std::string& group) {
+    chips.emplace_back(name);
+    chips.back().set_group(group);
+    return &chips.back();
+  }
+  void add_all(const std::vector<tp::trace::ChipTrace>& v) { chips.insert(chips.end(), v.begin(), v.end()); }
+  // The op profile of each chip recorded since `from`.
+  void print_profiles(std::size_t from) const {
+    if (!profile) return;
+    for (std::size_t i = from; i < chips.size(); ++i) {
+      const auto& c = chips[i];
+      fmt::print("{}", tp::trace::format_profile(tp::trace::make_profile(c), c.group() + " " + c.name()));
+      if (c.unattributed() > 0) fmt::print("  ({} busy or stall cycles without an instruction)\n", c.unattributed());
+    }
+  }
+  void write(const std::string& tool, const std::string& backend, const tp::Preset& p) const {
+    if (trace.empty()) return;
+    std::ofstream f(trace);
+    std::vector<const tp::trace::ChipTrace*> v;
+    uint64_t slices = 0;
+    for (const auto& c : chips) {
+      v.push_back(&c);
+      slices += c.slices().size();
+    }
+    const uint64_t unmatched = tp::trace::write_chrome_trace(f, v, {tool, backend, p.name, p.clock_mhz / 1000.0});
+    if (!f) throw UsageError(fmt::format("--trace {}: cannot write", trace));
+    fmt::print("trace: {} ({} chips, {} instruction slices{}; open it in ui.perfetto.dev)\n", trace, chips.size(),
+               slices, unmatched ? fmt::format(", {} ICI flows without both ends", unmatched) : std::string());
+  }
+};
+
+void add_observe_options(CLI::App* cmd, Observe& o) {
+  cmd->add_option("--trace", o.trace, "write a Chrome trace (ui.perfetto.dev) of the run's chips to this file")
+      ->check(CLI::Validator([](std::string& t) { return t.empty() ? std::string("an empty value") : std::string(); },
+                             "FILE"));
+  cmd->add_flag("--profile", o.profile, "print each chip's op profile (units, instruction classes, longest waits)");
+}
+
 struct RunOptions {
+  Observe obs;
   std::string program, matmul, mlp, backend = "golden", preset, report;
   std::string slice, shard;  // a sharded run on a slice (cmd_run_sharded)
   std::string layers, out;   // a layer file with .npy operands; the output as .npy
@@ -348,6 +398,9 @@ int cmd_run(const RunOptions& o) {
     if (colon != std::string::npos) check_input(spec.substr(colon + 1), "--hbm-in");
   }
 
+  if (!o.obs.trace.empty()) check_output(o.obs.trace, "--trace", {o.program, o.report});
+  Observe obs = o.obs;
+
   json report;
   report["tool"] = "tensorpod run";
   report["backend"] = o.backend;
@@ -370,6 +423,7 @@ int cmd_run(const RunOptions& o) {
       auto chip = Chip::open(o.preset.empty() ? prog.preset : o.preset, be);
       for (const auto& spec : o.hbm_in) hbm_in(*chip, spec);
       chip->load(prog);
+      if (o.obs.on()) chip->set_trace(obs.add("chip (0, 0)", chip->backend_name()));
       const auto status = chip->run(o.timeout ? o.timeout : kProgramTimeout);
       const auto counters = chip->counters();
       fmt::print("{} on {} (preset '{}'): {}\n", o.program, chip->backend_name(), chip->preset().name,
@@ -381,6 +435,7 @@ int cmd_run(const RunOptions& o) {
             d.err == tp::isa::Err::none ? tp::isa::disassemble(d.instr) : std::string("(a word that does not decode)"));
       }
       for (const auto& [name, value] : counters) fmt::print("  {:<16} {}\n", name, value);
+      obs.print_profiles(obs.chips.size() - (o.obs.on() ? 1 : 0));
       for (const auto& spec : o.hbm_out) hbm_out(*chip, spec);
       if (backends.size() == 2) memories.push_back(chip->read(0, chip->preset().chip.hbm_beats));
       statuses.push_back(status);
@@ -403,6 +458,7 @@ int cmd_run(const RunOptions& o) {
       all_ok &= same_end && differ == 0;
     }
     if (!o.report.empty()) write_report(o.report, report);
+    obs.write("tensorpod run", o.backend, tp::load_preset(o.preset.empty() ? prog.preset : o.preset));
     return all_ok ? kExitOk : kExitFail;
   }
   const Backend backend = o.backend == "both" ? Backend::rtl : tp::driver::parse_backend(o.backend);
@@ -419,6 +475,7 @@ int cmd_run(const RunOptions& o) {
   bool ok = true;
   for (const Backend b : backends) {
     auto chip = Chip::open(o.preset, b);
+    if (o.obs.on()) chip->set_trace(obs.add("chip (0, 0)", chip->backend_name()));
     tp::driver::MatmulRun run;
     if (o.demo) {
       const uint32_t n = chip->lanes();
@@ -431,6 +488,11 @@ int cmd_run(const RunOptions& o) {
       run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3], form}, o.seed, o.timeout);
     }
     print_run(run, *chip);
+    if (o.obs.profile) {
+      obs.print_profiles(obs.chips.size() - 1);
+      fmt::print("  MXU utilization {:.1f}%, {:.3f} of the roofline ({:.0f} cycles)\n", 100.0 * run.mxu_utilization,
+                 run.cycles ? run.roofline_cycles / double(run.cycles) : 0.0, run.roofline_cycles);
+    }
     ok = ok && run.pass;
     if (!o.report.empty()) {
       report["preset"] = json::parse(tp::preset_json(chip->preset()));
@@ -451,6 +513,7 @@ int cmd_run(const RunOptions& o) {
     report["rtl_matches_golden"] = same;
   }
   if (!o.report.empty()) write_report(o.report, report);
+  obs.write("tensorpod run", o.backend, tp::load_preset(o.preset));
   return ok ? kExitOk : kExitFail;
 }
 
@@ -459,6 +522,7 @@ int cmd_run(const RunOptions& o) {
 // ---- tensorpod pod ----
 
 struct PodOptions {
+  Observe obs;
   std::string pod, slice, origin, backend = "both", report, program, waves;
   std::string torus, preset, host_board;  // overrides of the pod's topology
   unsigned link_latency = 0;
@@ -533,10 +597,13 @@ struct PodRunResult {
   bool pass = false;
   std::vector<uint32_t> output;
   json report;
+  std::vector<tp::trace::ChipTrace> timelines;  // --trace, --profile
 };
 
+// expected: about how many cycles the run takes (a golden run's estimate; 0: unknown), for the
+// progress line.
 PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, const tp::driver::SliceShape& shape,
-                          Backend be) {
+                          Backend be, uint64_t expected) {
   tp::driver::SliceOptions so;
   so.seed = o.seed;
   so.link_bit_error = o.link_bit_error;
@@ -556,6 +623,8 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
       so.golden_chips.push_back(xy);
     }
   auto s = tp::driver::Slice::open(pod, shape, be, so);
+  s->set_tracing(o.obs.on());
+  s->set_expected_cycles(expected);
   PodRunResult r;
   const bool rtl = be == Backend::rtl;
   const unsigned n = pod.preset.mxu.n;
@@ -617,6 +686,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
     what = "programs";
   }
   for (const auto& c : r.status.chips) print_pod_chip(*s, c, rtl);
+  r.timelines = s->timelines();
   const double chip_cycles = static_cast<double>(r.status.cycles) * pod.kx * pod.ky;
   const double rate = r.status.wall_seconds > 0 ? chip_cycles / r.status.wall_seconds : 0.0;
   fmt::print("  pod:         {} in {} cycles{}; wall {:.3f} s, {:.0f} simulated chip-cycles/s\n",
@@ -698,10 +768,17 @@ int cmd_pod(const PodOptions& o) {
                  {"preset", json::parse(tp::preset_json(pod.preset))},
                  {"slice", {{"origin", {shape.x0, shape.y0}}, {"shape", {shape.w, shape.h}}}},
                  {"runs", json::array()}};
+  if (!o.obs.trace.empty()) check_output(o.obs.trace, "--trace", {o.report, o.program});
+  Observe obs = o.obs;
   bool ok = true;
   std::vector<std::vector<uint32_t>> outputs;
+  uint64_t estimate = 0;  // the golden pod's, which runs first with --backend both
   for (const Backend be : backends) {
-    auto r = run_pod_once(o, pod, shape, be);
+    auto r = run_pod_once(o, pod, shape, be, estimate);
+    estimate = r.status.cycles;
+    const std::size_t from = obs.chips.size();
+    obs.add_all(r.timelines);
+    obs.print_profiles(from);
     ok &= r.pass;
     outputs.push_back(std::move(r.output));
     report["runs"].push_back(std::move(r.report));
@@ -714,6 +791,7 @@ int cmd_pod(const PodOptions& o) {
     ok &= same;
   }
   if (!o.report.empty()) write_report(o.report, report);
+  obs.write("tensorpod pod", o.backend, pod.preset);
   return ok ? kExitOk : kExitFail;
 }
 
@@ -749,6 +827,8 @@ int cmd_run_sharded(const RunOptions& o) {
   const auto [w, h] = o.slice.empty() ? std::pair{1u, 1u} : parse_slice(o.slice);
   if (!o.report.empty()) check_output(o.report, "--report", {o.layers});
   if (!o.out.empty()) check_output(o.out, "--out", {o.layers});
+  if (!o.obs.trace.empty()) check_output(o.obs.trace, "--trace", {o.layers, o.report, o.out});
+  Observe obs = o.obs;
   tp::driver::LayerFile file;
   if (!o.layers.empty()) {
     check_input(o.layers, "--layers");
@@ -784,9 +864,16 @@ int cmd_run_sharded(const RunOptions& o) {
                  {"runs", json::array()}};
   bool ok = true;
   std::vector<std::vector<uint32_t>> outputs;
+  uint64_t estimate = 0;  // the golden pod's, which runs first with --backend both: the progress line's
   for (const Backend be : backends) {
     auto s = tp::driver::Slice::open(pod, {0, 0, w, h}, be);
+    s->set_tracing(o.obs.on());
+    s->set_expected_cycles(estimate);
     const auto r = tp::driver::run_sharded(*s, chain, sharding, ops, o.timeout);
+    estimate = r.status.cycles;
+    const std::size_t from = obs.chips.size();
+    obs.add_all(s->timelines());
+    obs.print_profiles(from);
     const bool rtl = be == Backend::rtl;
     fmt::print("{} pod: {} in {} cycles{}; {} instructions on the longest chip program, {} collective(s) per chip\n",
                tp::driver::backend_label(be), r.status.ok() ? "done" : "FAILED", r.status.cycles,
@@ -837,12 +924,14 @@ int cmd_run_sharded(const RunOptions& o) {
     }
   }
   if (!o.report.empty()) write_report(o.report, report);
+  obs.write("tensorpod run", o.backend, pod.preset);
   return ok ? kExitOk : kExitFail;
 }
 
 // ---- tensorpod train: a small MLP trained data parallel on a slice ----
 
 struct TrainOptions {
+  Observe obs;
   std::string slice = "1x1", preset, backend = "golden", report;
   tp::driver::TrainSpec spec;
   uint64_t timeout = 0;
@@ -851,6 +940,8 @@ struct TrainOptions {
 int cmd_train(const TrainOptions& o) {
   const auto [w, h] = parse_slice(o.slice);
   if (!o.report.empty()) check_output(o.report, "--report");
+  if (!o.obs.trace.empty()) check_output(o.obs.trace, "--trace", {o.report});
+  Observe obs = o.obs;
   const auto pod = slice_pod(o.preset, w, h);
   const tp::driver::SliceShape shape{0, 0, w, h};
   std::vector<Backend> backends;
@@ -879,9 +970,15 @@ int cmd_train(const TrainOptions& o) {
                  {"results", json::array()}};
   bool ok = true;
   std::vector<std::vector<double>> curves;
+  uint64_t estimate = 0;  // the golden pod's, which runs first with --backend both: the progress line's
   for (const Backend be : backends) {
     auto s = tp::driver::Slice::open(pod, shape, be);
+    s->set_tracing(o.obs.on());
+    s->set_expected_cycles(estimate);
     const auto r = tp::driver::run_training(*s, o.spec, o.timeout);
+    estimate = r.status.cycles;
+    const std::size_t from = obs.chips.size();
+    obs.add_all(s->timelines());
     const bool rtl = be == Backend::rtl;
     fmt::print("{} pod: {} in {} cycles{}; {} instructions per chip\n", tp::driver::backend_label(be),
                r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.instructions);
@@ -900,6 +997,7 @@ int cmd_train(const TrainOptions& o) {
                                             "host's mirror)"
                                           : fmt::format("FAIL: {} words differ from the host's mirror", r.mismatches));
     ok &= r.pass;
+    obs.print_profiles(from);
     curves.push_back(r.result.loss);
     report["results"].push_back({{"slice", fmt::format("{}x{}", w, h)},
                                  {"preset", pod.preset.name},
@@ -919,6 +1017,7 @@ int cmd_train(const TrainOptions& o) {
     ok &= same;
   }
   if (!o.report.empty()) write_report(o.report, report);
+  obs.write("tensorpod train", o.backend, pod.preset);
   return ok ? kExitOk : kExitFail;
 }
 
@@ -1015,6 +1114,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(kUnsigned);
   run_cmd->add_option("--report", run.report, "write a JSON report to this file")->check(kNonEmpty);
+  add_observe_options(run_cmd, run.obs);
   run_cmd->add_option("--slice", run.slice,
                       "--mlp on a WxH slice (a pod of that shape; --config: the chips' preset, default the pods' "
                       "default's), sharded by --shard");
@@ -1068,6 +1168,7 @@ int main(int argc, char** argv) {
   pod_cmd->add_option("--link-bit-error", pod.link_bit_error, "probability of a flipped bit per link word")
       ->capture_default_str();
   pod_cmd->add_option("--report", pod.report, "write a JSON report to this file")->check(kNonEmpty);
+  add_observe_options(pod_cmd, pod.obs);
   pod_cmd->add_option("--waves", pod.waves, "write FST waves of the rtl chips into this folder")->check(kNonEmpty);
   pod_cmd->add_option("--wave-chip", pod.wave_chips, "X,Y: only this pod chip's waves (repeatable)");
   pod_cmd->add_option("--golden-chip", pod.golden_chips,
@@ -1097,6 +1198,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(kUnsigned);
   train_cmd->add_option("--report", train.report, "write a JSON report to this file")->check(kNonEmpty);
+  add_observe_options(train_cmd, train.obs);
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 // in the report): 256^3 on tiny, 1024^3 on small. Every result is checked bit-exact against the
 // host reference; a mismatch fails the benchmark.
 #include <fmt/format.h>
+#include <deque>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -17,7 +18,6 @@
 
 #include "compiler.h"
 #include "driver.h"
-#include "hbm_device.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod chip benchmark: compiled matmuls on the Verilated chip against the roofline"};
@@ -27,7 +27,10 @@ int main(int argc, char** argv) {
   app.add_option("--presets", presets, "presets (default: every one with an RTL backend in this binary)");
   app.add_option("--sizes", multiples, "M = K = N as multiples of the array size n")->capture_default_str();
   app.add_option("--out", out, "JSON report")->capture_default_str();
+  std::string trace_file;
+  app.add_option("--trace", trace_file, "write a Chrome trace (ui.perfetto.dev) of every run, one process each");
   CLI11_PARSE(app, argc, argv);
+  std::deque<tp::trace::ChipTrace> traces;
   if (presets.empty()) presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
 
   try {
@@ -41,22 +44,25 @@ int main(int argc, char** argv) {
         const uint64_t s = mult * n;
         const tp::driver::MatmulSpec spec{uint32_t(s), uint32_t(s), uint32_t(s),
                                           false,       false,       tp::compiler::Form::loops};
+        if (!trace_file.empty()) {
+          traces.emplace_back(fmt::format("{} {}^3", name, s));
+          chip->set_trace(&traces.back());
+        }
         const auto run = tp::driver::run_matmul(*chip, spec, 1);
+        chip->set_trace(nullptr);
         const double secs = std::max(run.run_seconds, 1e-9);
         // The roofline: peak compute (one n x n MAC step per cycle) and the memory port (one
         // beat of 4n bytes per cycle) over the compulsory traffic: A and W read once, C written
         // once, each element a 32-bit word in HBM (docs/chip.md).
+        // (tp::driver::roofline_cycles: on HBM the pseudo-channels' data buses, 32 data bytes per
+        // burst each, a burst taking the device model's burst_cycles, if narrower than the port.)
         const double flops = 2.0 * double(s) * double(s) * double(s);
         const double peak = 2.0 * double(n * n);
-        // The memory interface: the chip's port (a beat of 4n bytes a cycle), or on HBM the
-        // pseudo-channels' data buses if they are narrower (32 data bytes per burst each, a burst
-        // taking the device model's burst_cycles on the bus).
+        const double bytes_per_cycle = tp::driver::memory_bytes_per_cycle(p);
+        const double compulsory = 4.0 * 3.0 * double(s) * double(s);
+        const double roofline = tp::driver::roofline_cycles(p, s, s, s);
         const bool hbm = p.chip.memory == "hbm";
         const double nc = double(p.hbm.channels * p.hbm.pseudo_channels);
-        const double bus = nc * 32.0 / double(tp::golden::HbmTiming{}.burst_cycles);
-        const double bytes_per_cycle = hbm ? std::min(4.0 * double(n), bus) : 4.0 * double(n);
-        const double compulsory = 4.0 * 3.0 * double(s) * double(s);
-        const double roofline = std::max(flops / peak, compulsory / bytes_per_cycle);
         const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
         nlohmann::json e = {{"preset", name},
                             {"memory", p.chip.memory},
@@ -145,6 +151,13 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(std::filesystem::path(out).parent_path());
     std::ofstream(out) << report.dump(2) << "\n";
     fmt::print("wrote {}\n", out);
+    if (!trace_file.empty()) {
+      std::ofstream f(trace_file);
+      std::vector<const tp::trace::ChipTrace*> v;
+      for (const auto& t : traces) v.push_back(&t);
+      tp::trace::write_chrome_trace(f, v, {"chip_bench", "rtl", "", 0});
+      fmt::print("wrote {} ({} runs)\n", trace_file, v.size());
+    }
     return all_pass ? 0 : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "chip_bench: {}\n", e.what());

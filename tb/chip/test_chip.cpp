@@ -16,6 +16,7 @@
 #include "isa.h"
 #include "matmul_shapes.h"
 #include "tb_util.h"
+#include "trace_check.h"
 
 namespace {
 
@@ -875,6 +876,54 @@ TEST(ChipMatmulLoops, CyclesWithinOnePercentOfUnrolled) {
   const double total_bound = tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm ? 1.02 : 1.01;
   EXPECT_LE(loops_total, total_bound * unrolled_total)
       << "loops " << loops_total << " cycles, unrolled " << unrolled_total;
+}
+
+// ---- timelines (docs/observability.md) -------------------------------------------------------
+// A compiled MLP (every unit busy, waits on semaphores, the MXU pipelined) and a matmul with the
+// loop nest, traced on the RTL and on the golden estimate: on the RTL every unit's slices add up
+// to its busy, stall and wait counters and the four kinds to the cycles; on both, each queue's
+// instructions are the same sequence of PCs, and the Chrome trace is valid.
+TEST(ChipTrace, SlicesAddUpToTheCounters) {
+  const uint32_t n = preset().mxu.n;
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  for (const bool mlp : {true, false}) {
+    std::vector<tp::trace::ChipTrace> traces;
+    std::vector<std::map<std::string, uint64_t>> counters;
+    for (const auto be : {tp::driver::Backend::rtl, tp::driver::Backend::golden}) {
+      auto chip = tp::driver::Chip::open(TP_PRESET, be);
+      tp::trace::ChipTrace t(std::string(tp::driver::backend_label(be)));
+      t.set_group(chip->backend_name());
+      chip->set_trace(&t);
+      const auto run =
+          mlp ? tp::driver::run_mlp(*chip, {2 * n + 3, 2 * n + 1, n + 5, n - 1}, seed)
+              : tp::driver::run_matmul(*chip, {3 * n, 4 * n + 1, 2 * n, true, true, tp::compiler::Form::loops}, seed);
+      expect_pass(run);
+      const std::string what = fmt::format("{} on {} (seed {})", run.what, chip->backend_name(), seed);
+      tp::tb::expect_trace_matches_counters(t, run.counters, what);
+      EXPECT_FALSE(t.slices().empty()) << what;
+      if (be == tp::driver::Backend::rtl) {
+        uint64_t kinds = 0;
+        for (unsigned q = 0; q < tp::trace::kUnits; ++q)
+          for (unsigned k = 0; k < 4; ++k) kinds += t.total(q, static_cast<tp::trace::Kind>(k));
+        EXPECT_EQ(kinds, tp::trace::kUnits * run.counters.at("cycles")) << what << ": every unit's every cycle";
+        EXPECT_FALSE(t.samples().empty()) << what << ": no counter tracks";
+        uint64_t mxu_busy = 0;
+        for (const auto& s : t.slices()) mxu_busy += s.unit == 1 ? s.busy : 0;
+        EXPECT_GT(mxu_busy, 0u) << what;
+      }
+      traces.push_back(std::move(t));
+      counters.push_back(run.counters);
+    }
+    for (unsigned q = 0; q < tp::trace::kUnits; ++q) {
+      std::vector<uint32_t> pcs[2];
+      for (int b = 0; b < 2; ++b)
+        for (const auto& s : traces[b].slices())
+          if (s.unit == q) pcs[b].push_back(s.pc);
+      EXPECT_EQ(pcs[0], pcs[1]) << tp::trace::kUnitNames[q] << ": the RTL's and the interpreter's instructions";
+    }
+    tp::tb::expect_valid_chrome_trace({&traces[0], &traces[1]}, mlp ? "mlp" : "matmul");
+    ++seed;
+  }
 }
 
 }  // namespace

@@ -5,9 +5,11 @@ target_link_libraries(test_isa PRIVATE tp_isa tp_config tp_tb_util GTest::gtest_
 gtest_discover_tests(test_isa PROPERTIES LABELS isa)
 list(APPEND TP_TEST_TARGETS test_isa)
 
-# The golden ISA interpreter, the vector-lane golden functions and the golden pod.
+# The golden ISA interpreter, the vector-lane golden functions, the golden pod and the timeline
+# recorder (sw/trace).
 add_executable(test_chip_model ${CMAKE_CURRENT_SOURCE_DIR}/golden/test_chip_model.cpp
-                               ${CMAKE_CURRENT_SOURCE_DIR}/golden/test_pod_model.cpp)
+                               ${CMAKE_CURRENT_SOURCE_DIR}/golden/test_pod_model.cpp
+                               ${CMAKE_CURRENT_SOURCE_DIR}/golden/test_trace.cpp)
 target_compile_options(test_chip_model PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_chip_model PRIVATE tp_chip_model tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_chip_model PROPERTIES LABELS "golden;chip")

@@ -17,6 +17,7 @@
 #include "collectives.h"
 #include "pod_programs.h"
 #include "slice.h"
+#include "trace.h"
 #include "train.h"
 
 namespace {
@@ -53,6 +54,21 @@ void append(const std::string& path, const json& entry, const std::string& bench
   out << report.dump(2) << "\n";
 }
 
+// --trace FILE: the timelines of the scenario's pod, collected when its slice goes away.
+std::string g_trace;
+std::vector<tp::trace::ChipTrace> g_timelines;
+struct Collect {
+  void operator()(Slice* s) const {
+    g_timelines.insert(g_timelines.end(), s->timelines().begin(), s->timelines().end());
+    delete s;
+  }
+};
+std::unique_ptr<Slice, Collect> open(const PodSpec& p, const SliceShape& shape, Backend be) {
+  std::unique_ptr<Slice, Collect> s(Slice::open(p, shape, be).release());
+  s->set_tracing(!g_trace.empty());
+  return s;
+}
+
 json resolved(const PodSpec& p) {
   return {{"pod", {{"torus", {p.kx, p.ky}}, {"link_latency", p.link_latency}, {"host_board", {p.board_x, p.board_y}}}},
           {"preset_config", json::parse(tp::preset_json(p.preset))}};
@@ -85,6 +101,7 @@ int main(int argc, char** argv) {
   TrainSpec train;
   app.add_option("--steps", train.steps, "train / train_baseline: SGD steps")->capture_default_str();
   app.add_option("--batch", train.batch, "train / train_baseline: the global batch")->capture_default_str();
+  app.add_option("--trace", g_trace, "write a Chrome trace (ui.perfetto.dev) of the scenario's pod to this file");
   CLI11_PARSE(app, argc, argv);
   try {
     json e;
@@ -96,7 +113,7 @@ int main(int argc, char** argv) {
         throw DriverError(fmt::format("--bytes {}: a multiple of {} up to VMEM's {} rows", bytes, row_bytes,
                                       p.preset.chip.vmem_rows));
       const uint64_t rows = bytes / row_bytes;
-      auto s = Slice::open(p, {0, 0, 1, 2 * hops}, Backend::rtl);
+      auto s = open(p, {0, 0, 1, 2 * hops}, Backend::rtl);
       s->load(0, 0,
               assemble(p, fmt::format("ici.send vaddr=0, raddr=0, rows={}, dx=0, dy={}, rsem=2\nhalt\n", rows, hops)));
       s->load(0, hops, assemble(p, "fence 3 wait=2\nhalt\n"));
@@ -111,7 +128,7 @@ int main(int argc, char** argv) {
     } else if (scenario == "exchange") {
       const PodSpec p = make_pod(preset, 4, 4);
       const uint64_t rows = bytes / (4ull * p.preset.mxu.n);
-      auto s = Slice::open(p, {0, 0, 4, 4}, Backend::rtl);
+      auto s = open(p, {0, 0, 4, 4}, Backend::rtl);
       // Every chip sends to +x, -x, +y, -y (four links), then waits for its four arrivals.
       const std::string prog = fmt::format(
           "ici.send vaddr=0, raddr={0}, rows={0}, dx=1, dy=0, rsem=2\n"
@@ -141,7 +158,7 @@ int main(int argc, char** argv) {
     } else if (scenario == "speed") {
       const PodSpec p = make_pod(preset, kx, ky);
       const Backend be = parse_backend(backend);
-      auto s = Slice::open(p, {0, 0, kx, ky}, be);
+      auto s = open(p, {0, 0, kx, ky}, be);
       const auto plan = random_ici_traffic(p.preset, kx, ky, seed, 8, 64);
       setup_ici_traffic(*s, plan);
       const auto st = s->run(10'000'000);
@@ -174,7 +191,7 @@ int main(int argc, char** argv) {
             "--collective {}: all_reduce, reduce_scatter, all_gather, broadcast or all_to_all", collective));
       const PodSpec p = make_pod(preset, kx, ky);
       const Backend be = parse_backend(backend);
-      auto s = Slice::open(p, {0, 0, kx, ky}, be);
+      auto s = open(p, {0, 0, kx, ky}, be);
       const auto r = run_collective(*s, kind, coll_rows, seed);
       if (!r.pass) throw DriverError(fmt::format("{}: {} {}", r.what, r.status.report, r.mismatches));
       const double chips = kx * ky, cycles = double(r.status.cycles);
@@ -216,7 +233,7 @@ int main(int argc, char** argv) {
       const PodSpec p = make_pod(preset, kx, ky);
       const Backend be = parse_backend(backend);
       train.allreduce = scenario == "train";
-      auto s = Slice::open(p, {0, 0, kx, ky}, be);
+      auto s = open(p, {0, 0, kx, ky}, be);
       const auto r = run_training(*s, train);
       if (!r.status.ok() || (train.allreduce && !r.pass))
         throw DriverError(fmt::format("{}: {} {} words differ", r.what, r.status.report, r.mismatches));
@@ -264,6 +281,14 @@ int main(int argc, char** argv) {
           fmt::format("--scenario {}: transfer, exchange, speed, collective, train or train_baseline", scenario));
     }
     append(out, e, scenario == "collective" ? "collectives" : scenario == "train" ? "train" : "pod");
+    if (!g_trace.empty()) {
+      std::ofstream f(g_trace);
+      std::vector<const tp::trace::ChipTrace*> v;
+      for (const auto& t : g_timelines) v.push_back(&t);
+      tp::trace::write_chrome_trace(f, v, {"pod_bench " + scenario, backend, preset, 0});
+      if (!f) throw DriverError(fmt::format("--trace {}: cannot write", g_trace));
+      fmt::print("trace: {} ({} chips)\n", g_trace, v.size());
+    }
   } catch (const std::exception& ex) {
     fmt::print(stderr, "pod_bench: {}\n", ex.what());
     return 1;

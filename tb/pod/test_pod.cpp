@@ -18,6 +18,7 @@
 #include "shard.h"
 #include "slice.h"
 #include "tb_util.h"
+#include "trace_check.h"
 #include "train.h"
 
 namespace {
@@ -138,6 +139,50 @@ void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64
   if (std::getenv("TP_VERBOSE"))
     fmt::print("{}: golden {} est cycles, rtl {} cycles ({:.2f} s)\n", r.what, g.status.cycles, r.status.cycles,
                r.status.wall_seconds);
+}
+
+// Timelines of a pod (docs/observability.md): an all-reduce on a 2x2 RTL pod and golden pod, every
+// chip traced. Each chip's slices add up to its unit counters; both pods run the same instructions
+// per queue and chip; every send has its arrival (a flow with both ends) on the chip it went to.
+TEST(Pod, TraceAllReduce2x2) {
+  const PodSpec p = pod(2, 2);
+  const SliceShape all{0, 0, 2, 2};
+  const uint64_t seed = seed_or(41);
+  SCOPED_TRACE(fmt::format("all-reduce of 37 rows on a {} pod, seed {}; {}", p.name, seed, rerun(seed)));
+  std::vector<std::vector<tp::trace::ChipTrace>> timelines;
+  for (const auto be : {Backend::rtl, Backend::golden}) {
+    auto s = Slice::open(p, all, be, options(seed, 0.0));
+    s->set_tracing(true);
+    const auto r = run_collective(*s, Collective::all_reduce, 37, seed);
+    ASSERT_TRUE(r.status.ok()) << s->backend_name() << " pod: " << r.status.report;
+    EXPECT_EQ(r.mismatches, 0u);
+    ASSERT_EQ(s->timelines().size(), 4u);
+    std::vector<const tp::trace::ChipTrace*> chips;
+    uint64_t sends = 0, arrivals = 0;
+    for (const auto& t : s->timelines()) {
+      const auto& me = t.place().self;
+      tp::tb::expect_trace_matches_counters(t, s->counters(me.x, me.y),
+                                            fmt::format("{} pod, {}", s->backend_name(), t.name()));
+      sends += t.sends().size();
+      arrivals += t.arrivals().size();
+      chips.push_back(&t);
+    }
+    EXPECT_GT(sends, 0u);
+    EXPECT_EQ(sends, arrivals) << s->backend_name() << " pod";
+    uint64_t flows = 0;
+    tp::tb::expect_valid_chrome_trace(chips, s->backend_name() + " pod", &flows);
+    EXPECT_EQ(flows, sends) << s->backend_name() << " pod: one flow per send";
+    timelines.push_back(s->timelines());
+  }
+  for (unsigned c = 0; c < 4; ++c)
+    for (unsigned q = 0; q < tp::trace::kUnits; ++q) {
+      std::vector<uint32_t> pcs[2];
+      for (int b = 0; b < 2; ++b)
+        for (const auto& sl : timelines[b][c].slices())
+          if (sl.unit == q) pcs[b].push_back(sl.pc);
+      EXPECT_EQ(pcs[0], pcs[1]) << timelines[0][c].name() << " " << tp::trace::kUnitNames[q]
+                                << ": the RTL pod's and the golden pod's instructions";
+    }
 }
 
 TEST(Pod, AllReduce1x2) { collective(1, 2, Collective::all_reduce, 37, seed_or(31)); }

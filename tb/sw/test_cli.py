@@ -57,6 +57,12 @@ def main():
             (["run", "--mlp", "64x32x16", "--slice", "4294967298x1"], "--slice"),
             (["run", "--mlp", "4000000000x4000000000x1", "--slice", "1x1"], "HBM"),
             (["pod", "--bogus"], "--bogus"),
+            (["run", "--matmul", "8x8x8", "--trace", "dir"], "directory"),
+            (["run", "--matmul", "8x8x8", "--trace", ""], "empty"),
+            (["run", "p.tpb", "--trace", "nofolder/t.json"], "does not exist"),
+            (["pod", "--pod", "2x2", "--collective", "all_reduce:8", "--trace", "dir"], "directory"),
+            (["train", "--trace", "nofolder/t.json"], "does not exist"),
+            (["run", "--mlp", "64x32x16", "--slice", "1x2", "--trace", "dir"], "directory"),
         ]
         for args, needle in bad:
             code, out = run(args, d)
@@ -71,12 +77,23 @@ def main():
             (["--version"], "ISA version"),
             (["presets"], "tiny"),
             (["run", "p.tpb", "--backend", "both"], "HBM bit-exact"),
+            (["run", "--matmul", "20x9x17", "--bias", "--backend", "both", "--config", "tiny", "--trace", "t.json",
+              "--profile"], "op profile: rtl chip (0, 0)"),
         ]
         for args, needle in good:
             code, out = run(args, d)
             if code != 0 or needle not in out:
                 failures.append(f"{' '.join(args)}: exit {code} (want 0), output {out.strip()[-200:]!r} "
                                 f"(want {needle!r})")
+        try:  # the trace of the last good case: JSON with both chips' processes and their slices
+            import json
+            with open(os.path.join(d, "t.json")) as f:
+                events = json.load(f)["traceEvents"]
+            names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+            if names != {"rtl chip (0, 0)", "golden chip (0, 0)"} or not any(e["ph"] == "X" for e in events):
+                failures.append(f"--trace t.json: processes {names}, {len(events)} events")
+        except (OSError, KeyError, ValueError) as e:
+            failures.append(f"--trace t.json: not a trace ({e})")
         # Ctrl-C: an endless program on the RTL chip stops at once with exit 130 and a report that
         # says it was interrupted.
         with open(os.path.join(d, "spin.s"), "w") as f:
@@ -87,9 +104,10 @@ def main():
             import json
             import signal
             import time
+            # TENSORPOD_PROGRESS=1: the progress line although stderr is not a terminal here.
             p = subprocess.Popen([TOOL, "run", "spin.tpb", "--backend", "rtl", "--timeout", "4000000000",
                                   "--report", "spin.json"], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True)
+                                 text=True, env=dict(os.environ, TENSORPOD_PROGRESS="1"))
             time.sleep(2)
             p.send_signal(signal.SIGINT)
             try:
@@ -99,6 +117,8 @@ def main():
                 interrupt_ok = p.returncode == 130 and status["interrupted"] and "interrupted" in out
                 if not interrupt_ok:
                     failures.append(f"Ctrl-C: exit {p.returncode} (want 130), status {status}, output {out[-200:]!r}")
+                if "rtl chip: " not in out or "cycles/s" not in out:
+                    failures.append(f"progress: no progress line in a 2 s run, output {out[-200:]!r}")
             except subprocess.TimeoutExpired:
                 p.kill()
                 failures.append(f"Ctrl-C: the run did not stop within {LIMIT} s")
@@ -108,7 +128,8 @@ def main():
             failures.append(f"setup: asm spin.s failed ({code}): {out}")
     for f in failures:
         print("FAIL:", f)
-    print(f"{len(bad) + len(good) + 1 - len(failures)} of {len(bad) + len(good) + 1} cases as expected")
+    total = len(bad) + len(good) + 3  # + the trace file, Ctrl-C and the progress line
+    print(f"{total - len(failures)} of {total} cases as expected")
     return 1 if failures else 0
 
 

@@ -1,0 +1,369 @@
+#include "trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+namespace tp::trace {
+
+using json = nlohmann::json;
+
+ChipTrace::ChipTrace(std::string name, Place place) : name_(std::move(name)), place_(place) {}
+
+void ChipTrace::start(std::span<const isa::Word> code) {
+  code_.assign(code.begin(), code.end());
+  units_ = {};
+  totals_ = {};
+  unattributed_ = end_ = 0;
+  golden_ = false;
+  slices_.clear();
+  sends_.clear();
+  arrivals_.clear();
+  samples_.clear();
+}
+
+void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
+  Unit& u = units_[q];
+  u.open = true;
+  u.cur = Slice{};
+  u.cur.pc = pc;
+  u.cur.unit = static_cast<uint8_t>(q);
+  u.cur.start = u.cur.end = t;
+  u.cur.wait = u.pending_wait;
+  u.cur.wait_start = u.pending_wait_start;
+  u.pending_wait = 0;
+}
+
+void ChipTrace::close(unsigned q, uint64_t t) {
+  Unit& u = units_[q];
+  if (!u.open) return;
+  u.open = false;
+  Slice& s = u.cur;
+  if (golden_) {
+    s.end = std::max(s.start, std::min(s.end, t));
+    s.busy = s.end - s.start;
+    totals_[q][static_cast<unsigned>(Kind::busy)] += s.busy;
+  } else {
+    s.end = t;
+  }
+  if (keep_) slices_.push_back(s);
+}
+
+void ChipTrace::cycle(uint64_t t, unsigned go, const uint32_t* pc, unsigned kinds) {
+  for (unsigned q = 0; q < kUnits; ++q) {
+    Unit& u = units_[q];
+    if ((go >> q) & 1u) {
+      close(q, t);
+      open(q, pc[q], t);
+    }
+    const auto k = static_cast<Kind>((kinds >> (2 * q)) & 3u);
+    ++totals_[q][static_cast<unsigned>(k)];
+    switch (k) {
+      case Kind::busy:
+      case Kind::stall:
+        if (u.open)
+          ++(k == Kind::busy ? u.cur.busy : u.cur.stall);
+        else
+          ++unattributed_;
+        break;
+      case Kind::wait:  // the unit is idle too: its last instruction is done
+        if (u.open && t > u.cur.start) close(q, t);
+        if (u.pending_wait++ == 0) u.pending_wait_start = t;
+        break;
+      case Kind::idle:
+        if (u.open && t > u.cur.start) close(q, t);
+        break;
+    }
+  }
+  end_ = t + 1;
+}
+
+void ChipTrace::span(unsigned q, uint32_t pc, uint64_t dispatch_t, uint64_t token_t, uint64_t start,
+                     uint64_t complete) {
+  golden_ = true;
+  Unit& u = units_[q];
+  const uint64_t free_t = std::max(dispatch_t, u.last_end);
+  if (token_t > free_t && start > free_t) {
+    u.pending_wait = std::min(token_t, start) - free_t;
+    u.pending_wait_start = free_t;
+    totals_[q][static_cast<unsigned>(Kind::wait)] += u.pending_wait;
+  }
+  close(q, start);
+  open(q, pc, start);
+  u.cur.end = std::max(start, complete);
+  u.last_end = std::max(u.last_end, u.cur.end);
+  end_ = std::max(end_, u.cur.end);
+}
+
+void ChipTrace::send(uint64_t t, uint32_t pc, XY dst) {
+  if (keep_) sends_.push_back({t, pc, dst});
+}
+
+void ChipTrace::send_at(uint64_t t, uint32_t pc) {
+  if (!keep_ || pc >= code_.size()) return;
+  const auto d = isa::decode(code_[pc]);
+  if (d.err != isa::Err::none || d.instr.op != isa::Op::ici_send) return;
+  const auto& f = d.instr.f;
+  const auto dx = static_cast<int64_t>(f.dx), dy = static_cast<int64_t>(f.dy);
+  const Place& p = place_;
+  auto wrap = [](int64_t a, int64_t m) { return static_cast<unsigned>(((a % m) + m) % m); };
+  XY dst;
+  if (f.abs) {
+    dst = {p.origin.x + static_cast<unsigned>(dx), p.origin.y + static_cast<unsigned>(dy)};
+  } else {
+    dst = {p.origin.x + wrap(int64_t{p.self.x} - p.origin.x + dx, std::max(1u, p.w)),
+           p.origin.y + wrap(int64_t{p.self.y} - p.origin.y + dy, std::max(1u, p.h))};
+  }
+  sends_.push_back({t, pc, dst});
+}
+
+void ChipTrace::arrival(uint64_t t, XY src) {
+  if (keep_) arrivals_.push_back({t, src});
+}
+
+void ChipTrace::sample(std::string_view track, uint64_t t, double value) {
+  if (!keep_) return;
+  auto it = samples_.find(track);
+  if (it == samples_.end()) it = samples_.emplace(std::string(track), std::vector<Sample>{}).first;
+  it->second.push_back({t, value});
+}
+
+void ChipTrace::finish(uint64_t t) {
+  end_ = std::max(end_, t);
+  for (unsigned q = 0; q < kUnits; ++q) close(q, golden_ ? end_ : t);
+  if (golden_) {
+    for (unsigned q = 0; q < kUnits; ++q) {
+      auto& k = totals_[q];
+      k[static_cast<unsigned>(Kind::idle)] = end_ - std::min(end_, k[0] + k[1] + k[2]);
+    }
+  }
+}
+
+void add_unit_counters(std::map<std::string, uint64_t>& m, const ChipTrace& c) {
+  for (unsigned q = 0; q < kUnits; ++q) {
+    m[fmt::format("{}_busy", kUnitNames[q])] = c.total(q, Kind::busy);
+    m[fmt::format("{}_wait", kUnitNames[q])] = c.total(q, Kind::wait);
+    m[fmt::format("{}_idle", kUnitNames[q])] = c.total(q, Kind::idle);
+  }
+}
+
+// ---- the Chrome Trace Event file ----
+
+namespace {
+
+std::string mnemonic(const ChipTrace& c, uint32_t pc, isa::Instr* out = nullptr) {
+  if (pc >= c.code().size()) return "?";
+  const auto d = isa::decode(c.code()[pc]);
+  if (d.err != isa::Err::none) return ".word";
+  if (out) *out = d.instr;
+  return std::string(isa::desc(d.instr.op).name);
+}
+
+std::string text_of(const ChipTrace& c, uint32_t pc) {
+  if (pc >= c.code().size()) return "";
+  const auto d = isa::decode(c.code()[pc]);
+  if (d.err != isa::Err::none) return "(a word that does not decode)";
+  try {
+    return isa::disassemble(d.instr);
+  } catch (const isa::IsaError&) {
+    return "(a word that does not disassemble)";
+  }
+}
+
+constexpr unsigned kRxTid = kUnits;  // the "ici rx" track
+
+}  // namespace
+
+uint64_t write_chrome_trace(std::ostream& os, std::span<const ChipTrace* const> chips, const TraceInfo& info) {
+  // Flows: the k-th send from A to B with the k-th arrival at B from A, within a group.
+  struct Key {
+    std::string group;
+    XY src, dst;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::map<Key, std::vector<std::pair<unsigned, const Send*>>> sends;
+  std::map<Key, std::vector<std::pair<unsigned, const Arrival*>>> arrivals;
+  for (unsigned i = 0; i < chips.size(); ++i) {
+    for (const Send& s : chips[i]->sends())
+      sends[{chips[i]->group(), chips[i]->place().self, s.dst}].push_back({i, &s});
+    for (const Arrival& a : chips[i]->arrivals())
+      arrivals[{chips[i]->group(), a.src, chips[i]->place().self}].push_back({i, &a});
+  }
+  uint64_t unmatched = 0;
+  for (const auto& [k, v] : sends) {
+    const auto it = arrivals.find(k);
+    const std::size_t have = it == arrivals.end() ? 0 : it->second.size();
+    unmatched += v.size() > have ? v.size() - have : have - v.size();
+  }
+  for (const auto& [k, v] : arrivals)
+    if (!sends.count(k)) unmatched += v.size();
+
+  os << "{\"displayTimeUnit\":\"ns\",\"otherData\":"
+     << json{{"tool", info.tool},           {"backend", info.backend},
+             {"preset", info.preset},       {"time_unit", "cycle (the viewer's 1 us is 1 cycle)"},
+             {"clock_ghz", info.clock_ghz}, {"unmatched_flows", unmatched}}
+            .dump()
+     << ",\n\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const json& e) {
+    if (!first) os << ",\n";
+    first = false;
+    os << e.dump();
+  };
+  for (unsigned i = 0; i < chips.size(); ++i) {
+    const ChipTrace& c = *chips[i];
+    const unsigned pid = i + 1;
+    const std::string process = c.group().empty() ? c.name() : c.group() + " " + c.name();
+    emit({{"ph", "M"}, {"pid", pid}, {"name", "process_name"}, {"args", {{"name", process}}}});
+    emit({{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"}, {"args", {{"sort_index", i}}}});
+    for (unsigned q = 0; q <= kRxTid; ++q) {
+      const std::string name = q < kUnits ? std::string(kUnitNames[q]) : "ici rx";
+      emit({{"ph", "M"}, {"pid", pid}, {"tid", q}, {"name", "thread_name"}, {"args", {{"name", name}}}});
+      emit({{"ph", "M"}, {"pid", pid}, {"tid", q}, {"name", "thread_sort_index"}, {"args", {{"sort_index", q}}}});
+    }
+    for (const Slice& s : c.slices()) {
+      isa::Instr in;
+      const std::string op = mnemonic(c, s.pc, &in);
+      if (s.wait > 0)
+        emit({{"ph", "X"},
+              {"pid", pid},
+              {"tid", s.unit},
+              {"ts", s.wait_start},
+              {"dur", s.start - s.wait_start},
+              {"name", fmt::format("wait s{}", in.wait)},
+              {"cat", "wait"},
+              {"args", {{"pc", s.pc}, {"semaphore", in.wait}, {"cycles", s.wait}}}});
+      json args = {{"pc", s.pc}, {"instr", text_of(c, s.pc)}, {"busy", s.busy}, {"stall", s.stall}};
+      if (s.stall > 0) args["stall_cause"] = kStallCause[s.unit];
+      if (s.wait > 0) args["wait"] = s.wait;
+      // rows when the instruction says it (not from a register: its value is the front end's)
+      if (op != "?" && op != ".word" && isa::find_field(isa::desc(in.op), "rows") && in.f.rows_r == 0)
+        args["rows"] = in.f.rows;
+      emit({{"ph", "X"},
+            {"pid", pid},
+            {"tid", s.unit},
+            {"ts", s.start},
+            {"dur", s.end - s.start},
+            {"name", op},
+            {"cat", kUnitNames[s.unit]},
+            {"args", args}});
+    }
+    for (const auto& [track, samples] : c.samples())
+      for (const Sample& s : samples)
+        emit({{"ph", "C"}, {"pid", pid}, {"name", track}, {"ts", s.t}, {"args", {{"value", s.value}}}});
+    for (const Arrival& a : c.arrivals())
+      emit({{"ph", "X"},
+            {"pid", pid},
+            {"tid", kRxTid},
+            {"ts", a.t},
+            {"dur", 0},
+            {"name", "arrival"},
+            {"cat", "ici"},
+            {"args", {{"from", fmt::format("({}, {})", a.src.x, a.src.y)}}}});
+  }
+  uint64_t id = 0;
+  for (const auto& [k, v] : sends) {
+    const auto it = arrivals.find(k);
+    if (it == arrivals.end()) continue;
+    for (std::size_t j = 0; j < std::min(v.size(), it->second.size()); ++j) {
+      ++id;
+      const json name = fmt::format("({}, {}) -> ({}, {})", k.src.x, k.src.y, k.dst.x, k.dst.y);
+      emit({{"ph", "s"},
+            {"id", id},
+            {"pid", v[j].first + 1},
+            {"tid", isa::kQueues - 1},
+            {"ts", v[j].second->t},
+            {"name", name},
+            {"cat", "ici"}});
+      emit({{"ph", "f"},
+            {"bp", "e"},
+            {"id", id},
+            {"pid", it->second[j].first + 1},
+            {"tid", kRxTid},
+            {"ts", it->second[j].second->t},
+            {"name", name},
+            {"cat", "ici"}});
+    }
+  }
+  os << "\n]}\n";
+  return unmatched;
+}
+
+// ---- the op profile ----
+
+Profile make_profile(const ChipTrace& c, unsigned top) {
+  Profile p;
+  for (unsigned k = 0; k < 4; ++k) p.cycles += c.total(0, static_cast<Kind>(k));  // every cycle is one kind
+  if (p.cycles == 0) p.cycles = c.end();
+  std::map<std::pair<unsigned, std::string>, ProfileRow> ops;
+  std::map<uint32_t, ProfileWait> waits;
+  for (const Slice& s : c.slices()) {
+    const std::string op = mnemonic(c, s.pc);
+    auto& r = ops[{s.unit, op}];
+    r.unit = kUnitNames[s.unit];
+    r.op = op;
+    ++r.count;
+    r.busy += s.busy;
+    r.stall += s.stall;
+    r.wait += s.wait;
+    if (s.wait > 0) {
+      auto& w = waits[s.pc];
+      w.pc = s.pc;
+      ++w.count;
+      w.wait += s.wait;
+    }
+  }
+  for (unsigned q = 0; q < kUnits; ++q) {
+    ProfileRow r;
+    r.unit = kUnitNames[q];
+    r.op = "*";
+    for (const auto& [k, v] : ops)
+      if (k.first == q) r.count += v.count;
+    r.busy = c.total(q, Kind::busy);
+    r.stall = c.total(q, Kind::stall);
+    r.wait = c.total(q, Kind::wait);
+    p.units.push_back(r);
+  }
+  for (auto& [k, v] : ops) p.ops.push_back(std::move(v));
+  std::stable_sort(p.ops.begin(), p.ops.end(),
+                   [](const ProfileRow& a, const ProfileRow& b) { return a.busy + a.stall > b.busy + b.stall; });
+  for (auto& [pc, w] : waits) {
+    w.line = pc + 2;
+    w.text = text_of(c, pc);
+    p.top_waits.push_back(std::move(w));
+  }
+  std::stable_sort(p.top_waits.begin(), p.top_waits.end(),
+                   [](const ProfileWait& a, const ProfileWait& b) { return a.wait > b.wait; });
+  if (p.top_waits.size() > top) p.top_waits.resize(top);
+  return p;
+}
+
+std::string format_profile(const Profile& p, const std::string& title) {
+  auto pct = [&](uint64_t v) {
+    return p.cycles ? 100.0 * static_cast<double>(v) / static_cast<double>(p.cycles) : 0.0;
+  };
+  std::string out = fmt::format("op profile: {} ({} cycles)\n", title, p.cycles);
+  out += fmt::format("  {:<6} {:<10} {:>8} {:>10} {:>6} {:>10} {:>6} {:>10} {:>6}  {}\n", "unit", "op", "count", "busy",
+                     "%", "stall", "%", "wait", "%", "stall cause");
+  auto row = [&](const ProfileRow& r) {
+    std::string cause;
+    for (unsigned q = 0; q < kUnits; ++q)
+      if (r.unit == kUnitNames[q] && r.stall > 0) cause = kStallCause[q];
+    out += fmt::format("  {:<6} {:<10} {:>8} {:>10} {:>6.1f} {:>10} {:>6.1f} {:>10} {:>6.1f}  {}\n", r.unit, r.op,
+                       r.count, r.busy, pct(r.busy), r.stall, pct(r.stall), r.wait, pct(r.wait), cause);
+  };
+  for (const auto& r : p.units) row(r);
+  out += "  per instruction class:\n";
+  for (const auto& r : p.ops) row(r);
+  if (!p.top_waits.empty()) {
+    out += "  longest semaphore waits (line: of the program's listing, tensorpod disasm):\n";
+    for (const auto& w : p.top_waits)
+      out += fmt::format("    pc {:<6} line {:<6} {:>10} cycles in {:>5} waits  {}\n", w.pc, w.line, w.wait, w.count,
+                         w.text);
+  }
+  return out;
+}
+
+}  // namespace tp::trace

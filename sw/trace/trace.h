@@ -1,0 +1,175 @@
+// What a chip did, instruction by instruction (docs/observability.md): the timeline both
+// backends record, the Chrome Trace Event file (ui.perfetto.dev, chrome://tracing) written from
+// it, and the op profile.
+//
+// A ChipTrace holds one run of one chip. Times are cycles since the chip started (the RTL's
+// `cycles` counter; the golden backend's timing estimate). Every queue (load, mxu, vec, store,
+// ici) gets one slice per instruction that left it, from the cycle it left the queue to the cycle
+// the next one left or the unit went idle, whichever came first, so a queue's slices never
+// overlap. Each cycle of a unit is counted once, as the RTL's unit counters count it:
+// - busy: the unit holds an instruction and moved data (a request, a row, a flit);
+// - stall: it holds one and moved nothing; the cause is the unit's (kStallCause);
+// - wait: it is idle and the head of its queue waits for a semaphore count;
+// - idle: anything else.
+// Busy and stall cycles go to the slice of the instruction that left the queue last; wait cycles
+// to the instruction that waited (the next to leave). So over a run, a unit's slices add up to
+// its busy and stall counters and their waits to its wait counter, exactly.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa.h"
+
+namespace tp::trace {
+
+inline constexpr unsigned kUnits = isa::kQueues;  // load, mxu, vec, store, ici (the ISA table's order)
+inline constexpr std::array<std::string_view, kUnits> kUnitNames = {"load", "mxu", "vec", "store", "ici"};
+// What a unit that holds an instruction and moves nothing waits for.
+inline constexpr std::array<std::string_view, kUnits> kStallCause = {"memory", "mxu_backpressure", "vmem_bank",
+                                                                     "memory", "ici_credit"};
+
+enum class Kind : uint8_t { busy = 0, wait = 1, stall = 2, idle = 3 };  // the RTL counters' order
+
+struct XY {
+  unsigned x = 0, y = 0;
+  friend bool operator==(XY, XY) = default;
+  friend auto operator<=>(XY, XY) = default;
+};
+
+struct Slice {
+  uint32_t pc = 0;
+  uint8_t unit = 0;
+  uint64_t start = 0, end = 0;  // [start, end)
+  uint64_t busy = 0, stall = 0;
+  uint64_t wait = 0, wait_start = 0;  // semaphore wait before start: cycles, the first of them
+};
+struct Send {  // an ici.send left its queue
+  uint64_t t = 0;
+  uint32_t pc = 0;
+  XY dst;
+};
+struct Arrival {  // the last row of a transfer was written into VMEM
+  uint64_t t = 0;
+  XY src;
+};
+struct Sample {
+  uint64_t t = 0;
+  double value = 0;
+};
+
+// The chip's place in its slice (the ICI registers), for the destinations of its sends.
+struct Place {
+  XY self, origin;
+  unsigned w = 1, h = 1;
+};
+
+class ChipTrace {
+ public:
+  explicit ChipTrace(std::string name = "chip", Place place = {});
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  // Chips of one group (a backend's pod) exchange ICI transfers; flows never cross groups.
+  const std::string& group() const { return group_; }
+  void set_group(std::string g) { group_ = std::move(g); }
+  const Place& place() const { return place_; }
+  void set_place(const Place& p) { place_ = p; }
+  // Keep slices, sends, arrivals and samples (else only the totals: the golden backend's counters).
+  void keep_events(bool on) { keep_ = on; }
+  bool keeps_events() const { return keep_; }
+
+  // A new run of `code`: every event and total cleared.
+  void start(std::span<const isa::Word> code);
+  const std::vector<isa::Word>& code() const { return code_; }
+
+  // The RTL, once per counted cycle t: go bit q set when queue q's head left this cycle (pc[q] its
+  // PC), kinds 2 bits per unit (Kind).
+  void cycle(uint64_t t, unsigned go, const uint32_t* pc, unsigned kinds);
+  // The golden estimate, once per instruction as it executes: it was dispatched at dispatch_t,
+  // its semaphore count arrived at token_t (0: none), and it ran over [start, complete).
+  void span(unsigned unit, uint32_t pc, uint64_t dispatch_t, uint64_t token_t, uint64_t start, uint64_t complete);
+  void send(uint64_t t, uint32_t pc, XY dst);
+  void send_at(uint64_t t, uint32_t pc);  // the destination from the instruction and place()
+  void arrival(uint64_t t, XY src);
+  void sample(std::string_view track, uint64_t t, double value);
+  // The run ended at t: open slices close there; a backend without idle cycles of its own (golden)
+  // counts them from t.
+  void finish(uint64_t t);
+
+  uint64_t end() const { return end_; }
+  const std::vector<Slice>& slices() const { return slices_; }
+  const std::vector<Send>& sends() const { return sends_; }
+  const std::vector<Arrival>& arrivals() const { return arrivals_; }
+  const std::map<std::string, std::vector<Sample>, std::less<>>& samples() const { return samples_; }
+  // Cycle totals per unit and Kind; `unattributed`: busy or stall cycles with no instruction to
+  // go to (none in a run that started from reset).
+  uint64_t total(unsigned unit, Kind k) const { return totals_[unit][static_cast<unsigned>(k)]; }
+  uint64_t unattributed() const { return unattributed_; }
+
+ private:
+  struct Unit {
+    bool open = false;
+    Slice cur;  // the open slice (golden: end is its planned completion)
+    uint64_t pending_wait = 0, pending_wait_start = 0, last_end = 0;
+  };
+  void open(unsigned q, uint32_t pc, uint64_t t);
+  void close(unsigned q, uint64_t t);
+
+  std::string name_, group_;
+  Place place_;
+  bool keep_ = true;
+  std::vector<isa::Word> code_;
+  std::array<Unit, kUnits> units_{};
+  std::array<std::array<uint64_t, 4>, kUnits> totals_{};
+  uint64_t unattributed_ = 0, end_ = 0;
+  bool golden_ = false;
+  std::vector<Slice> slices_;
+  std::vector<Send> sends_;
+  std::vector<Arrival> arrivals_;
+  std::map<std::string, std::vector<Sample>, std::less<>> samples_;
+};
+
+// The golden estimate's unit counters from its timeline, under the RTL's names: {unit}_busy,
+// {unit}_wait and {unit}_idle per unit (the estimate has no stalls).
+void add_unit_counters(std::map<std::string, uint64_t>&, const ChipTrace&);
+
+// The Chrome Trace Event file of several chips (one process each, in order): a track per unit
+// queue with its slices and waits, an "ici rx" track with arrivals, counter tracks from the
+// samples, and a flow from every send to its arrival (the k-th send from chip A to chip B ends at
+// the k-th arrival at B from A: transfers between two chips arrive in order). The flows without
+// both ends are counted in the file's metadata (`unmatched_flows`) and returned.
+struct TraceInfo {
+  std::string tool, backend, preset;
+  double clock_ghz = 0;
+};
+uint64_t write_chrome_trace(std::ostream&, std::span<const ChipTrace* const>, const TraceInfo&);
+
+// The op profile of a chip's run: per unit and per instruction class (mnemonic), the count and the
+// busy, stall and wait cycles; the instructions (by PC) that waited longest.
+struct ProfileRow {
+  std::string unit, op;
+  uint64_t count = 0, busy = 0, stall = 0, wait = 0;
+};
+struct ProfileWait {
+  uint32_t pc = 0;
+  unsigned line = 0;  // line of the program's listing (tensorpod disasm): pc + 2
+  std::string text;
+  uint64_t count = 0, wait = 0;
+};
+struct Profile {
+  uint64_t cycles = 0;
+  std::vector<ProfileRow> units;  // one per unit: op "*"
+  std::vector<ProfileRow> ops;    // per unit and mnemonic, by busy + stall cycles, largest first
+  std::vector<ProfileWait> top_waits;
+};
+Profile make_profile(const ChipTrace&, unsigned top = 10);
+std::string format_profile(const Profile&, const std::string& title);
+
+}  // namespace tp::trace
