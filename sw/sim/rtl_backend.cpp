@@ -12,8 +12,10 @@
 
 #include TP_CHIP_HEADER
 #include "chip_harness.h"
+#include "chip_model.h"
 #include "driver.h"
 #include "interrupt.h"
+#include "progress.h"
 
 namespace {
 
@@ -35,6 +37,7 @@ class RtlChip final : public tp::driver::Chip {
   void load(const tp::isa::Program& prog) override {
     check_program(prog);
     code_ = prog.code;
+    program_ = prog;
     loaded_ = true;
   }
   tp::driver::Status run(uint64_t timeout_cycles) override {
@@ -53,7 +56,7 @@ class RtlChip final : public tp::driver::Chip {
       t->set_place({{ici.x, ici.y}, {ici.x0, ici.y0}, ici.w, ici.h});
       h.set_timeline(t);
     }
-    const auto r = h.run(timeout_cycles, expected_cycles());
+    const auto r = h.run(timeout_cycles, expected(timeout_cycles));
     h.set_timeline(nullptr);
     tp::driver::Status s;
     s.done = r.done;
@@ -86,7 +89,28 @@ class RtlChip final : public tp::driver::Chip {
     return *harness_;
   }
 
+  // The progress line's time left: the caller's estimate, or on a terminal the golden timing
+  // estimate of the same program (it does not depend on the data; the interpreter runs it on an
+  // empty memory, far faster than the chip).
+  uint64_t expected(uint64_t timeout) const {
+    if (expected_cycles() != 0 || !tp::progress_enabled()) return expected_cycles();
+    tp::golden::ChipModel m(preset());
+    const auto& ici = harness_->ici();
+    m.set_ici({ici.kx, ici.ky, ici.x, ici.y, ici.x0, ici.y0, ici.w, ici.h});
+    m.set_pod_mode(false);
+    m.load(program_);
+    try {
+      // At most a few seconds of the interpreter: a program that runs longer gets no estimate.
+      if (!m.run(std::min<uint64_t>(timeout, kEstimateSteps)).done) return 0;
+    } catch (const std::exception&) {
+      return 0;  // a send to another chip (no pod here): no estimate
+    }
+    return m.stats().est_cycles;
+  }
+
+  static constexpr uint64_t kEstimateSteps = 20'000'000;
   std::unique_ptr<tp::tb::ChipHarness<TP_CHIP_CLASS>> harness_;
+  tp::isa::Program program_;
   std::vector<tp::isa::Word> code_;
   bool loaded_ = false;
   std::map<std::string, uint64_t> counters_;

@@ -200,6 +200,16 @@ class RtlSlice final : public tp::driver::Slice {
     bool started = false;
     uint64_t start_cycle = 0, quiet = 0, stuck = 0, end_cycle = 0;
     constexpr unsigned kStep = 16, kQuiet = 320;
+    // The progress line's time left: the caller's estimate, or on a terminal the golden pod's
+    // timing estimate of the same programs (it does not depend on the data, which it does not have).
+    uint64_t expected = expected_cycles();
+    if (expected == 0 && tp::progress_enabled()) {
+      auto gold = tp::driver::Slice::open(pod, shape(), tp::driver::Backend::golden, opt_);
+      for (unsigned i = 0; i < programs_.size(); ++i)
+        if (programs_[i]) gold->load_pod_chip(i % kx, i / kx, *programs_[i]);
+      const auto g = gold->run(std::min<uint64_t>(timeout_cycles, 20'000'000));  // a few seconds at most
+      expected = g.ok() ? g.cycles : 0;
+    }
     std::optional<tp::Progress> progress;  // from the chips' start (loading them is not their cycles)
     while (true) {
       sc_core::sc_start(sc_core::sc_time(double{kStep}, sc_core::SC_NS));
@@ -211,7 +221,7 @@ class RtlSlice final : public tp::driver::Slice {
         });
         if (started) {
           start_cycle = cycle();
-          progress.emplace(fmt::format("rtl pod {}x{}", shape().w, shape().h), expected_cycles());
+          progress.emplace(fmt::format("rtl pod {}x{}", shape().w, shape().h), expected);
         }
         if (cycle() > limit) {
           st.timed_out = true;
