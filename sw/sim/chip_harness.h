@@ -395,7 +395,7 @@ class ChipHarness {
     ctx_->timeInc(1);
     ++cycles_;
     if (!external_links_) loop_links_out();
-    if (rec_ && rec_due_) sample_counters();
+    if (rec_ && rec_due_) sample_counters(rec_interval_);
   }
 
   // ---- timeline (docs/observability.md) ----
@@ -404,9 +404,11 @@ class ChipHarness {
   // chips of a pod tick together, so they share the time base). The caller starts t
   // (ChipTrace::start, place) before the run and finishes it after.
   void set_timeline(trace::ChipTrace* t, unsigned interval = 256) {
+    if (rec_ && rec_n_ % rec_interval_ != 0) sample_counters(rec_n_ % rec_interval_);  // the last, partial window
     rec_ = t;
     rec_base_ = cycles_;
     rec_n_ = 0;
+    rec_window_start_ = UINT64_MAX;  // the first counted cycle's time, when it comes
     rec_due_ = false;
     rec_interval_ = std::max(1u, interval);
     rec_last_.fill(0);     // the chip's counters start from 0 (a reset before the run)
@@ -586,29 +588,34 @@ class ChipHarness {
   // kinds, and an arrival.
   void record() {
     const uint64_t t = cycles_ - rec_base_;
-    if (top_->dbg_rx_end_o)
-      rec_->arrival(
-          t, {static_cast<unsigned>(top_->dbg_rx_src_o & 31u), static_cast<unsigned>((top_->dbg_rx_src_o >> 5) & 31u)});
+    if (top_->dbg_rx_end_o) {
+      constexpr unsigned kBits = isa::hw::ici::kCoordBits, kMask = (1u << kBits) - 1;
+      rec_->arrival(t, {static_cast<unsigned>(top_->dbg_rx_src_o & kMask),
+                        static_cast<unsigned>((top_->dbg_rx_src_o >> kBits) & kMask)});
+    }
     if (!top_->dbg_count_o) return;
     uint32_t pc[isa::kQueues];
     for (unsigned q = 0; q < isa::kQueues; ++q) pc[q] = top_->dbg_pc_o[q];
     const unsigned go = top_->dbg_go_o;
     constexpr unsigned kIci = static_cast<unsigned>(isa::Unit::ici);
+    if (rec_window_start_ == UINT64_MAX) rec_window_start_ = t;
     rec_->cycle(t, go, pc, top_->dbg_kind_o);
     if ((go >> kIci) & 1u) rec_->send_at(t, pc[kIci]);
     rec_due_ = ++rec_n_ % rec_interval_ == 0;
   }
   // The counter tracks, per interval: MXU array busy (fraction), memory bytes per cycle, flits per
   // link, HBM row hits. The counters are read through the host registers without a clock edge.
-  void sample_counters() {
+  void sample_counters(uint64_t window) {
     rec_due_ = false;
     const auto addr = top_->csr_addr_i;
     auto delta = [&](unsigned i, uint64_t now) {
       const uint64_t d = now - rec_last_[i];
       rec_last_[i] = now;
-      return static_cast<double>(d) / static_cast<double>(rec_interval_);
+      return static_cast<double>(d) / static_cast<double>(window);
     };
-    const uint64_t t = cycles_ - rec_base_;
+    // Stamped at the window's start: a counter track holds its value from there on.
+    const uint64_t t = rec_window_start_;
+    rec_window_start_ = cycles_ - rec_base_;
     rec_->sample("mxu busy", t, delta(0, counter(ctr::kMxuBusy)));
     rec_->sample("memory bytes/cycle", t, delta(1, counter(ctr::kBytesLoaded) + counter(ctr::kBytesStored)));
     static constexpr const char* kLinks[4] = {"n", "s", "e", "w"};
@@ -625,7 +632,7 @@ class ChipHarness {
   }
 
   trace::ChipTrace* rec_ = nullptr;
-  uint64_t rec_base_ = 0, rec_n_ = 0;
+  uint64_t rec_base_ = 0, rec_n_ = 0, rec_window_start_ = 0;
   bool rec_due_ = false;
   unsigned rec_interval_ = 256;
   std::array<uint64_t, 7> rec_last_{};

@@ -125,7 +125,8 @@ class PodNode : public sc_core::sc_module {
   virtual std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) = 0;
   virtual void finish(ChipRun&) = 0;                       // after the run: error code and PC
   virtual std::map<std::string, uint64_t> counters() = 0;  // hw.json's names where it has them
-  // Record the run's timeline (docs/observability.md); a chip without a probe records nothing.
+  // Record the run's timeline (docs/observability.md), if the chip has the trace probe.
+  virtual bool has_probe() const { return false; }
   virtual void set_timeline(trace::ChipTrace*) {}
 
  protected:
@@ -217,6 +218,7 @@ class PodChip final : public PodNode<typename ChipHarness<Top>::Link, typename C
   void write_mem(uint64_t beat, std::span<const uint32_t> words) override { h_.write_mem(beat, words); }
   std::vector<uint32_t> read_mem(uint64_t beat, uint64_t beats) override { return h_.read_mem(beat, beats); }
   void finish(ChipRun& r) override { h_.finish(r); }
+  bool has_probe() const override { return true; }
   void set_timeline(trace::ChipTrace* t) override { h_.set_timeline(t); }
   std::map<std::string, uint64_t> counters() override {
     std::map<std::string, uint64_t> m;

@@ -56,8 +56,16 @@ class RtlChip final : public tp::driver::Chip {
       t->set_place({{ici.x, ici.y}, {ici.x0, ici.y0}, ici.w, ici.h});
       h.set_timeline(t);
     }
-    const auto r = h.run(timeout_cycles, expected(timeout_cycles));
-    h.set_timeline(nullptr);
+    // The harness stops recording however the run ends (an exception too: the trace is the caller's).
+    struct Stop {
+      tp::tb::ChipHarness<TP_CHIP_CLASS>& h;
+      ~Stop() { h.set_timeline(nullptr); }
+    };
+    tp::tb::ChipRun r;
+    {
+      Stop stop{h};
+      r = h.run(timeout_cycles, expected(timeout_cycles));
+    }
     tp::driver::Status s;
     s.done = r.done;
     s.timed_out = r.timed_out;
@@ -72,7 +80,10 @@ class RtlChip final : public tp::driver::Chip {
       counters_[name] = level ? value : value - hbm_before.at(name);
     }
     s.cycles = counters_.at("cycles");
-    if (auto* t = trace()) t->finish(s.cycles);
+    if (auto* t = trace()) {
+      t->finish();
+      if (t->first_cycle() != UINT64_MAX) t->shift(t->first_cycle());  // 0: the first counted cycle
+    }
     return s;
   }
   std::map<std::string, uint64_t> counters() override { return counters_; }

@@ -8,6 +8,7 @@
 // Waves: SliceOptions::wave_dir, one FST per chip, <dir>/<preset>.<test>.chip<x>_<y>.fst.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -176,9 +177,17 @@ class RtlSlice final : public tp::driver::Slice {
     for (auto& [b, jobs] : active_hosts_) top_->hosts[b]->run(jobs, &loaded_, &go_, nhosts, &go_);
     // Timelines: every running chip from now, on the pod's common time base.
     std::vector<std::pair<unsigned, tp::trace::ChipTrace>> traced;
+    // The chips stop recording however the run ends (an exception too: `traced` is local).
+    struct Stop {
+      PodTop& top;
+      std::vector<std::pair<unsigned, tp::trace::ChipTrace>>& traced;
+      ~Stop() {
+        for (auto& [i, t] : traced) top.chips[i]->set_timeline(nullptr);
+      }
+    } stop{*top_, traced};
     if (tracing()) {
       for (unsigned i = 0; i < programs_.size(); ++i) {
-        if (!programs_[i]) continue;
+        if (!programs_[i] || !top_->chips[i]->has_probe()) continue;  // a mixed pod's golden chips: none
         const auto& ici_i = *ici[i];
         traced.emplace_back(i, tp::trace::ChipTrace(fmt::format("chip ({}, {})", i % kx, i / kx),
                                                     {{ici_i.x, ici_i.y}, {ici_i.x0, ici_i.y0}, ici_i.w, ici_i.h}));
@@ -284,11 +293,18 @@ class RtlSlice final : public tp::driver::Slice {
       }
       st.chips.push_back(o);
     }
+    // One time base for the pod: 0 is the first chip's first counted cycle.
+    uint64_t base = UINT64_MAX;
     for (auto& [i, t] : traced) {
       top_->chips[i]->set_timeline(nullptr);
-      t.finish(counters_[i].at("cycles"));
+      t.finish();
+      base = std::min(base, t.first_cycle());
+    }
+    for (auto& [i, t] : traced) {
+      if (base != UINT64_MAX) t.shift(base);
       timelines_.push_back(std::move(t));
     }
+    traced.clear();
     for (auto& c : top_->chips)
       for (unsigned p = 0; p < 4; ++p) flips_ += c->fwd[p]->flips() + c->rev[p]->flips();
     st.report = tp::driver::describe_outcomes(st);

@@ -14,9 +14,15 @@ ChipTrace::ChipTrace(std::string name, Place place) : name_(std::move(name)), pl
 
 void ChipTrace::start(std::span<const isa::Word> code) {
   code_.assign(code.begin(), code.end());
+  passive_.assign(code_.size(), false);
+  for (std::size_t pc = 0; pc < code_.size(); ++pc) {
+    const auto d = isa::decode(code_[pc]);
+    passive_[pc] = d.err == isa::Err::none && d.instr.op == isa::Op::fence && d.instr.signal == 0;
+  }
   units_ = {};
   totals_ = {};
   unattributed_ = end_ = 0;
+  first_ = UINT64_MAX;
   golden_ = false;
   slices_.clear();
   sends_.clear();
@@ -52,13 +58,28 @@ void ChipTrace::close(unsigned q, uint64_t t) {
 }
 
 void ChipTrace::cycle(uint64_t t, unsigned go, const uint32_t* pc, unsigned kinds) {
+  first_ = std::min(first_, t);
   for (unsigned q = 0; q < kUnits; ++q) {
     Unit& u = units_[q];
-    if ((go >> q) & 1u) {
-      close(q, t);
-      open(q, pc[q], t);
-    }
     const auto k = static_cast<Kind>((kinds >> (2 * q)) & 3u);
+    if ((go >> q) & 1u) {
+      if (pc[q] < passive_.size() && passive_[pc[q]]) {
+        // A fence that only waits: its own zero-length slice; the running instruction keeps the unit.
+        if (keep_) {
+          Slice f;
+          f.pc = pc[q];
+          f.unit = static_cast<uint8_t>(q);
+          f.start = f.end = t;
+          f.wait = u.pending_wait;
+          f.wait_start = u.pending_wait_start;
+          slices_.push_back(f);
+        }
+        u.pending_wait = 0;
+      } else {
+        close(q, t);
+        open(q, pc[q], t);
+      }
+    }
     ++totals_[q][static_cast<unsigned>(k)];
     switch (k) {
       case Kind::busy:
@@ -70,7 +91,10 @@ void ChipTrace::cycle(uint64_t t, unsigned go, const uint32_t* pc, unsigned kind
         break;
       case Kind::wait:  // the unit is idle too: its last instruction is done
         if (u.open && t > u.cur.start) close(q, t);
-        if (u.pending_wait++ == 0) u.pending_wait_start = t;
+        if (u.pending_wait++ == 0) {
+          u.pending_wait_start = t;
+          u.pending_wait_pc = pc[q];  // the head that waits
+        }
         break;
       case Kind::idle:
         if (u.open && t > u.cur.start) close(q, t);
@@ -130,15 +154,48 @@ void ChipTrace::sample(std::string_view track, uint64_t t, double value) {
   it->second.push_back({t, value});
 }
 
-void ChipTrace::finish(uint64_t t) {
-  end_ = std::max(end_, t);
-  for (unsigned q = 0; q < kUnits; ++q) close(q, golden_ ? end_ : t);
+void ChipTrace::finish(uint64_t golden_end) {
+  if (golden_) end_ = std::max(end_, golden_end);
+  for (unsigned q = 0; q < kUnits; ++q) {
+    close(q, end_);
+    Unit& u = units_[q];
+    if (u.pending_wait > 0) {  // the run stopped with this head waiting
+      if (keep_) {
+        Slice w;
+        w.pc = u.pending_wait_pc;
+        w.unit = static_cast<uint8_t>(q);
+        w.start = w.end = end_;
+        w.wait = u.pending_wait;
+        w.wait_start = u.pending_wait_start;
+        slices_.push_back(w);
+      }
+      u.pending_wait = 0;
+    }
+  }
+  // In start order per unit (a waiting fence's slice was recorded before the one around it).
+  std::stable_sort(slices_.begin(), slices_.end(), [](const Slice& a, const Slice& b) {
+    return std::tie(a.unit, a.start) < std::tie(b.unit, b.start);
+  });
   if (golden_) {
     for (unsigned q = 0; q < kUnits; ++q) {
       auto& k = totals_[q];
       k[static_cast<unsigned>(Kind::idle)] = end_ - std::min(end_, k[0] + k[1] + k[2]);
     }
   }
+}
+
+void ChipTrace::shift(uint64_t d) {
+  for (auto& s : slices_) {
+    s.start -= d;
+    s.end -= d;
+    if (s.wait > 0) s.wait_start -= d;
+  }
+  for (auto& s : sends_) s.t -= d;
+  for (auto& a : arrivals_) a.t = a.t >= d ? a.t - d : 0;
+  for (auto& [name, v] : samples_)
+    for (auto& x : v) x.t = x.t >= d ? x.t - d : 0;
+  end_ = end_ >= d ? end_ - d : 0;
+  if (first_ != UINT64_MAX) first_ -= d;
 }
 
 void add_unit_counters(std::map<std::string, uint64_t>& m, const ChipTrace& c) {
@@ -172,7 +229,7 @@ std::string text_of(const ChipTrace& c, uint32_t pc) {
   }
 }
 
-constexpr unsigned kRxTid = kUnits;  // the "ici rx" track
+constexpr unsigned kRxTid = kUnits;  // the first "ici rx" track
 
 }  // namespace
 
@@ -200,12 +257,19 @@ uint64_t write_chrome_trace(std::ostream& os, std::span<const ChipTrace* const> 
   for (const auto& [k, v] : arrivals)
     if (!sends.count(k)) unmatched += v.size();
 
-  os << "{\"displayTimeUnit\":\"ns\",\"otherData\":"
+  os << "{\"otherData\":"
      << json{{"tool", info.tool},           {"backend", info.backend},
              {"preset", info.preset},       {"time_unit", "cycle (the viewer's 1 us is 1 cycle)"},
              {"clock_ghz", info.clock_ghz}, {"unmatched_flows", unmatched}}
             .dump()
      << ",\n\"traceEvents\":[\n";
+  // Per chip, the "ici rx" track of each sender (by coordinates, after the unit tracks).
+  std::vector<std::map<XY, unsigned>> rx_tids(chips.size());
+  for (unsigned i = 0; i < chips.size(); ++i) {
+    for (const Arrival& a : chips[i]->arrivals()) rx_tids[i].emplace(a.src, 0);
+    unsigned next = kRxTid;
+    for (auto& [src, tid] : rx_tids[i]) tid = next++;
+  }
   bool first = true;
   auto emit = [&](const json& e) {
     if (!first) os << ",\n";
@@ -218,11 +282,14 @@ uint64_t write_chrome_trace(std::ostream& os, std::span<const ChipTrace* const> 
     const std::string process = c.group().empty() ? c.name() : c.group() + " " + c.name();
     emit({{"ph", "M"}, {"pid", pid}, {"name", "process_name"}, {"args", {{"name", process}}}});
     emit({{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"}, {"args", {{"sort_index", i}}}});
-    for (unsigned q = 0; q <= kRxTid; ++q) {
-      const std::string name = q < kUnits ? std::string(kUnitNames[q]) : "ici rx";
-      emit({{"ph", "M"}, {"pid", pid}, {"tid", q}, {"name", "thread_name"}, {"args", {{"name", name}}}});
-      emit({{"ph", "M"}, {"pid", pid}, {"tid", q}, {"name", "thread_sort_index"}, {"args", {{"sort_index", q}}}});
-    }
+    // Tracks: the units, then one "ici rx" track per sender.
+    const auto& rx_tid = rx_tids[i];
+    auto thread = [&](unsigned tid, const std::string& name) {
+      emit({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}});
+      emit({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_sort_index"}, {"args", {{"sort_index", tid}}}});
+    };
+    for (unsigned q = 0; q < kUnits; ++q) thread(q, std::string(kUnitNames[q]));
+    for (const auto& [src, tid] : rx_tid) thread(tid, fmt::format("ici rx from ({}, {})", src.x, src.y));
     for (const Slice& s : c.slices()) {
       isa::Instr in;
       const std::string op = mnemonic(c, s.pc, &in);
@@ -256,9 +323,9 @@ uint64_t write_chrome_trace(std::ostream& os, std::span<const ChipTrace* const> 
     for (const Arrival& a : c.arrivals())
       emit({{"ph", "X"},
             {"pid", pid},
-            {"tid", kRxTid},
+            {"tid", rx_tid.at(a.src)},
             {"ts", a.t},
-            {"dur", 0},
+            {"dur", 1},
             {"name", "arrival"},
             {"cat", "ici"},
             {"args", {{"from", fmt::format("({}, {})", a.src.x, a.src.y)}}}});
@@ -270,19 +337,21 @@ uint64_t write_chrome_trace(std::ostream& os, std::span<const ChipTrace* const> 
     for (std::size_t j = 0; j < std::min(v.size(), it->second.size()); ++j) {
       ++id;
       const json name = fmt::format("({}, {}) -> ({}, {})", k.src.x, k.src.y, k.dst.x, k.dst.y);
+      // Half a cycle in: inside the send's slice and the arrival's, away from their neighbours.
+      const unsigned to = it->second[j].first;
       emit({{"ph", "s"},
             {"id", id},
             {"pid", v[j].first + 1},
-            {"tid", isa::kQueues - 1},
-            {"ts", v[j].second->t},
+            {"tid", static_cast<unsigned>(isa::Unit::ici)},
+            {"ts", static_cast<double>(v[j].second->t) + 0.5},
             {"name", name},
             {"cat", "ici"}});
       emit({{"ph", "f"},
             {"bp", "e"},
             {"id", id},
-            {"pid", it->second[j].first + 1},
-            {"tid", kRxTid},
-            {"ts", it->second[j].second->t},
+            {"pid", to + 1},
+            {"tid", rx_tids[to].at(k.src)},
+            {"ts", static_cast<double>(it->second[j].second->t) + 0.5},
             {"name", name},
             {"cat", "ici"}});
     }
@@ -330,7 +399,7 @@ Profile make_profile(const ChipTrace& c, unsigned top) {
   std::stable_sort(p.ops.begin(), p.ops.end(),
                    [](const ProfileRow& a, const ProfileRow& b) { return a.busy + a.stall > b.busy + b.stall; });
   for (auto& [pc, w] : waits) {
-    w.line = pc + 2;
+    w.line = pc + 3;
     w.text = text_of(c, pc);
     p.top_waits.push_back(std::move(w));
   }

@@ -2,18 +2,23 @@
 // backends record, the Chrome Trace Event file (ui.perfetto.dev, chrome://tracing) written from
 // it, and the op profile.
 //
-// A ChipTrace holds one run of one chip. Times are cycles since the chip started (the RTL's
-// `cycles` counter; the golden backend's timing estimate). Every queue (load, mxu, vec, store,
-// ici) gets one slice per instruction that left it, from the cycle it left the queue to the cycle
-// the next one left or the unit went idle, whichever came first, so a queue's slices never
-// overlap. Each cycle of a unit is counted once, as the RTL's unit counters count it:
+// A ChipTrace holds one run of one chip. Times are cycles: on the RTL the recorder's own clock
+// until the run is over, then shifted (shift()) so that 0 is the chip's first counted cycle (a
+// pod: the first chip's, so its chips share one time base); on the golden backend the timing
+// estimate. Every queue (load, mxu, vec, store, ici) gets one slice per instruction that left it,
+// from the cycle it left the queue to the cycle the next one left or the unit went idle, whichever
+// came first, so a queue's slices never overlap; a fence that only waits (no signal) starts
+// nothing in its unit and gets a zero-length slice inside the running instruction's. Each cycle
+// of a unit is counted once, as the RTL's unit counters count it:
 // - busy: the unit holds an instruction and moved data (a request, a row, a flit);
 // - stall: it holds one and moved nothing; the cause is the unit's (kStallCause);
 // - wait: it is idle and the head of its queue waits for a semaphore count;
 // - idle: anything else.
-// Busy and stall cycles go to the slice of the instruction that left the queue last; wait cycles
-// to the instruction that waited (the next to leave). So over a run, a unit's slices add up to
-// its busy and stall counters and their waits to its wait counter, exactly.
+// Busy and stall cycles go to the slice of the instruction that left the queue last (not a
+// waiting fence); wait cycles to the instruction that waited (the next to leave, or at the end of
+// a run that stopped waiting, a zero-length slice of the head that never left). So over a run, a
+// unit's slices add up to its busy and stall counters and their waits to its wait counter,
+// exactly.
 #pragma once
 
 #include <array>
@@ -99,11 +104,16 @@ class ChipTrace {
   void send_at(uint64_t t, uint32_t pc);  // the destination from the instruction and place()
   void arrival(uint64_t t, XY src);
   void sample(std::string_view track, uint64_t t, double value);
-  // The run ended at t: open slices close there; a backend without idle cycles of its own (golden)
-  // counts them from t.
-  void finish(uint64_t t);
+  // The run is over. The RTL's open slices close after its last recorded cycle, and a head still
+  // waiting gets its wait slice; golden_end: the estimate's end (the golden backend counts its
+  // idle cycles from it). Again after more recording: the same.
+  void finish(uint64_t golden_end = 0);
+  // Every time minus d (d at most first_cycle()).
+  void shift(uint64_t d);
 
   uint64_t end() const { return end_; }
+  // The first counted cycle the RTL recorded (UINT64_MAX: none yet).
+  uint64_t first_cycle() const { return first_; }
   const std::vector<Slice>& slices() const { return slices_; }
   const std::vector<Send>& sends() const { return sends_; }
   const std::vector<Arrival>& arrivals() const { return arrivals_; }
@@ -118,6 +128,7 @@ class ChipTrace {
     bool open = false;
     Slice cur;  // the open slice (golden: end is its planned completion)
     uint64_t pending_wait = 0, pending_wait_start = 0, last_end = 0;
+    uint32_t pending_wait_pc = 0;
   };
   void open(unsigned q, uint32_t pc, uint64_t t);
   void close(unsigned q, uint64_t t);
@@ -128,8 +139,9 @@ class ChipTrace {
   std::vector<isa::Word> code_;
   std::array<Unit, kUnits> units_{};
   std::array<std::array<uint64_t, 4>, kUnits> totals_{};
-  uint64_t unattributed_ = 0, end_ = 0;
+  uint64_t unattributed_ = 0, end_ = 0, first_ = UINT64_MAX;
   bool golden_ = false;
+  std::vector<bool> passive_;  // by PC: a fence without a signal (starts nothing in its unit)
   std::vector<Slice> slices_;
   std::vector<Send> sends_;
   std::vector<Arrival> arrivals_;
@@ -141,10 +153,11 @@ class ChipTrace {
 void add_unit_counters(std::map<std::string, uint64_t>&, const ChipTrace&);
 
 // The Chrome Trace Event file of several chips (one process each, in order): a track per unit
-// queue with its slices and waits, an "ici rx" track with arrivals, counter tracks from the
-// samples, and a flow from every send to its arrival (the k-th send from chip A to chip B ends at
-// the k-th arrival at B from A: transfers between two chips arrive in order). The flows without
-// both ends are counted in the file's metadata (`unmatched_flows`) and returned.
+// queue with its slices and waits, an "ici rx from (x, y)" track per sender with one-cycle
+// arrival slices, counter tracks from the samples, and a flow from every send to its arrival (the
+// k-th send from chip A to chip B ends at the k-th arrival at B from A: transfers between two
+// chips arrive in order). The flows without both ends are counted in the file's metadata
+// (`unmatched_flows`) and returned.
 struct TraceInfo {
   std::string tool, backend, preset;
   double clock_ghz = 0;
@@ -159,7 +172,7 @@ struct ProfileRow {
 };
 struct ProfileWait {
   uint32_t pc = 0;
-  unsigned line = 0;  // line of the program's listing (tensorpod disasm): pc + 2
+  unsigned line = 0;  // line of `tensorpod disasm`'s listing: pc + 3 (after its two header lines)
   std::string text;
   uint64_t count = 0, wait = 0;
 };

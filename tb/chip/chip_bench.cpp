@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--trace", trace_file, "write a Chrome trace (ui.perfetto.dev) of every run, one process each");
   CLI11_PARSE(app, argc, argv);
   std::deque<tp::trace::ChipTrace> traces;
+  if (!trace_file.empty() && !std::ofstream(trace_file)) {  // before the sweep, not after it
+    fmt::print(stderr, "chip_bench: --trace {}: cannot write\n", trace_file);
+    return 2;
+  }
   if (presets.empty()) presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
 
   try {
@@ -156,6 +160,7 @@ int main(int argc, char** argv) {
       std::vector<const tp::trace::ChipTrace*> v;
       for (const auto& t : traces) v.push_back(&t);
       tp::trace::write_chrome_trace(f, v, {"chip_bench", "rtl", "", 0});
+      if (!f) throw tp::driver::DriverError(fmt::format("--trace {}: cannot write", trace_file));
       fmt::print("wrote {} ({} runs)\n", trace_file, v.size());
     }
     return all_pass ? 0 : 1;

@@ -926,4 +926,29 @@ TEST(ChipTrace, SlicesAddUpToTheCounters) {
   }
 }
 
+// Runs that stop early: an illegal word while a load still streams (its slice closes at the
+// run's end, inside it), and a deadlock (the head that waits for ever gets its wait). The slices
+// still add up to the counters.
+TEST(ChipTrace, RunsThatStopEarly) {
+  for (const auto& [text, err] :
+       {std::pair<std::string, Err>{"dma.ld 0, 0, 64, 1, 1\n.word 0xffffffffffffffff, 0xffffffffffffffff\nhalt\n",
+                                    Err::illegal_opcode},
+        {"fence load wait=3\nhalt\n", Err::deadlock}}) {
+    auto chip = tp::driver::Chip::open(TP_PRESET, tp::driver::Backend::rtl);
+    tp::trace::ChipTrace t;
+    chip->set_trace(&t);
+    chip->load(assemble(text));
+    const auto status = chip->run(100'000);
+    EXPECT_EQ(tp::isa::err_name(status.err), tp::isa::err_name(err)) << text;
+    const auto c = chip->counters();
+    tp::tb::expect_trace_matches_counters(t, c, text);
+    if (err == Err::deadlock) {
+      EXPECT_GT(c.at("load_wait"), 0u);
+      ASSERT_FALSE(t.slices().empty());
+      EXPECT_EQ(t.slices().back().wait, c.at("load_wait")) << "the head that waited for ever";
+    }
+    tp::tb::expect_valid_chrome_trace({&t}, text);
+  }
+}
+
 }  // namespace

@@ -63,6 +63,34 @@ TEST(Trace, CyclesGoToTheInstructionThatLeftTheQueueLast) {
   EXPECT_EQ(u.unattributed(), 1u);
 }
 
+// A fence that only waits starts nothing in its unit: a zero-length slice inside the running
+// instruction's, which keeps its cycles. A head still waiting when the run ends gets its wait.
+TEST(Trace, WaitingFencesAndAnUnfinishedWait) {
+  const tp::Preset p = tp::load_preset("tiny");
+  const auto prog =
+      tp::isa::assemble("dma.ld 0, 0, 4, 1, 1\nfence load wait=3\ndma.ld 8, 8, 4, 1, 1 wait=4\nhalt\n", "fences.s", p);
+  ChipTrace t;
+  t.start(prog.code);
+  const uint32_t pc[3][5] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}};
+  t.cycle(10, 1, pc[0], kinds_of(Kind::idle));  // dma.ld leaves
+  t.cycle(11, 0, pc[1], kinds_of(Kind::busy));
+  t.cycle(12, 1, pc[1], kinds_of(Kind::busy));  // the fence leaves while the load works
+  t.cycle(13, 0, pc[2], kinds_of(Kind::stall));
+  t.cycle(14, 0, pc[2], kinds_of(Kind::wait));  // the load is done; the next head waits for ever
+  t.cycle(15, 0, pc[2], kinds_of(Kind::wait));
+  t.finish();
+  ASSERT_EQ(t.slices().size(), 3u);
+  expect_slice(t.slices()[0], {0, 0, 10, 14, 2, 1, 0, 0});
+  expect_slice(t.slices()[1], {1, 0, 12, 12, 0, 0, 0, 0});
+  expect_slice(t.slices()[2], {2, 0, 16, 16, 0, 0, 2, 14});
+  EXPECT_EQ(t.total(0, Kind::wait), 2u);
+  EXPECT_EQ(t.first_cycle(), 10u);
+  t.shift(10);
+  EXPECT_EQ(t.slices()[0].start, 0u);
+  EXPECT_EQ(t.slices()[2].wait_start, 4u);
+  EXPECT_EQ(t.end(), 6u);
+}
+
 TEST(Trace, GoldenSpansAreTruncatedAtTheNextStartAndWaitForTheirToken) {
   ChipTrace t;
   t.start({});

@@ -103,6 +103,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", train.batch, "train / train_baseline: the global batch")->capture_default_str();
   app.add_option("--trace", g_trace, "write a Chrome trace (ui.perfetto.dev) of the scenario's pod to this file");
   CLI11_PARSE(app, argc, argv);
+  if (!g_trace.empty() && !std::ofstream(g_trace)) {  // before the run, not after it
+    fmt::print(stderr, "pod_bench: --trace {}: cannot write\n", g_trace);
+    return 2;
+  }
   try {
     json e;
     if (scenario == "transfer") {
