@@ -42,6 +42,20 @@ void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
   u.pending_wait = 0;
 }
 
+void ChipTrace::mark(unsigned q, uint32_t pc, uint64_t t) {
+  Unit& u = units_[q];
+  if (keep_) {
+    Slice m;
+    m.pc = pc;
+    m.unit = static_cast<uint8_t>(q);
+    m.start = m.end = t;
+    m.wait = u.pending_wait;
+    m.wait_start = u.pending_wait_start;
+    slices_.push_back(m);
+  }
+  u.pending_wait = 0;
+}
+
 void ChipTrace::close(unsigned q, uint64_t t) {
   Unit& u = units_[q];
   if (!u.open) return;
@@ -64,17 +78,7 @@ void ChipTrace::cycle(uint64_t t, unsigned go, const uint32_t* pc, unsigned kind
     const auto k = static_cast<Kind>((kinds >> (2 * q)) & 3u);
     if ((go >> q) & 1u) {
       if (pc[q] < passive_.size() && passive_[pc[q]]) {
-        // A fence that only waits: its own zero-length slice; the running instruction keeps the unit.
-        if (keep_) {
-          Slice f;
-          f.pc = pc[q];
-          f.unit = static_cast<uint8_t>(q);
-          f.start = f.end = t;
-          f.wait = u.pending_wait;
-          f.wait_start = u.pending_wait_start;
-          slices_.push_back(f);
-        }
-        u.pending_wait = 0;
+        mark(q, pc[q], t);  // a fence that only waits: the running instruction keeps the unit
       } else {
         close(q, t);
         open(q, pc[q], t);
@@ -159,18 +163,7 @@ void ChipTrace::finish(uint64_t golden_end) {
   for (unsigned q = 0; q < kUnits; ++q) {
     close(q, end_);
     Unit& u = units_[q];
-    if (u.pending_wait > 0) {  // the run stopped with this head waiting
-      if (keep_) {
-        Slice w;
-        w.pc = u.pending_wait_pc;
-        w.unit = static_cast<uint8_t>(q);
-        w.start = w.end = end_;
-        w.wait = u.pending_wait;
-        w.wait_start = u.pending_wait_start;
-        slices_.push_back(w);
-      }
-      u.pending_wait = 0;
-    }
+    if (u.pending_wait > 0) mark(q, u.pending_wait_pc, end_);  // the run stopped with this head waiting
   }
   // In start order per unit (a waiting fence's slice was recorded before the one around it).
   std::stable_sort(slices_.begin(), slices_.end(), [](const Slice& a, const Slice& b) {

@@ -132,6 +132,8 @@ class ChipTrace {
   };
   void open(unsigned q, uint32_t pc, uint64_t t);
   void close(unsigned q, uint64_t t);
+  // A zero-length slice at t for an instruction that starts nothing in its unit, with its wait.
+  void mark(unsigned q, uint32_t pc, uint64_t t);
 
   std::string name_, group_;
   Place place_;
