@@ -16,6 +16,9 @@
 #                                                       ici.svg, then make plots
 #   make plots                                          build/reports/plots/*.png and *.svg from the
 #                                                       reports that are there (scripts/plots.py)
+#   make soak  [SOAK_MINUTES=30] [SOAK_ONLY=ici,chip]   the soak campaign: every block's soak tests
+#                                                       with fresh seeds on every core until each
+#                                                       block's figure; build/reports/soak.json
 #   make fuzz  [FUZZ_SECONDS=60] [FUZZ_TARGETS="asm tpb"]
 #                                                       the front ends' libFuzzer targets (clang, ASan,
 #                                                       UBSan) in build-fuzz/, each for FUZZ_SECONDS
@@ -45,7 +48,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= asm tpb preset trace layers
 
-.PHONY: all deps configure sim sim-chip test wave lint bench plots fuzz format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench plots soak fuzz format clean
 all: test
 
 deps:
@@ -88,6 +91,13 @@ lint: configure
 bench: configure
 	@cmake --build $(BUILD) --target bench -j $(JOBS)
 	@$(PLOTS)
+
+# The soak campaign (docs/verification.md, "Soak campaigns"): not part of make test.
+SOAK_MINUTES ?= 30
+soak: configure
+	@cmake --build $(BUILD) --target tests -j $(JOBS) > $(BUILD)/soak-build.log 2>&1 \
+	  || { tail -40 $(BUILD)/soak-build.log; echo "make soak: the build failed (log: $(BUILD)/soak-build.log)"; exit 1; }
+	@python3 scripts/soak.py --build $(BUILD) --minutes $(SOAK_MINUTES) $(if $(SOAK_ONLY),--only $(SOAK_ONLY),)
 
 # Needs only python3 and python3-matplotlib (no build): plots whatever reports $(BUILD)/reports has.
 PLOTS = python3 scripts/plots.py --reports $(BUILD)/reports --out $(BUILD)/reports/plots --ici-svg $(BUILD)/reports/ici.svg

@@ -243,7 +243,9 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
     GTEST_SKIP() << "memory stalls are the memory model's; on HBM the DRAM timing varies the latency";
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
   std::mt19937_64 rng(seed);
-  for (int trial = 0; trial < 6; ++trial) {
+  const uint64_t trials = 6 * tp::tb::soak_scale();  // make soak: TP_SOAK times as many
+  uint64_t cycles = 0;
+  for (uint64_t trial = 0; trial < trials; ++trial) {
     Both both(stimulus(seed + trial, GetParam()));
     random_memory(both, rng, Gen::kConstBeat);
     Gen gen(preset(), rng);
@@ -255,7 +257,9 @@ TEST_P(ChipRandom, ProgramsMatchTheInterpreter) {
       ADD_FAILURE() << "program:\n" << tp::isa::disassemble(prog);
       return;
     }
+    cycles += both.rtl_run.cycles;
   }
+  tp::tb::soak_report("chip", trials, cycles, "random programs bit-exact with the interpreter");
 }
 INSTANTIATE_TEST_SUITE_P(Stalls, ChipRandom, ::testing::Values(0.0, 0.3),
                          [](const auto& p) { return p.param == 0.0 ? std::string("none") : "memory"; });

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -53,6 +54,23 @@ uint64_t test_seed(const std::string& test_name, const std::string& preset) {
                test_name, seed);
   }
   return seed;
+}
+
+uint64_t soak_scale() {
+  const char* env = std::getenv("TP_SOAK");
+  if (!env || !*env) return 1;
+  const std::string value = env;
+  char* end = nullptr;
+  errno = 0;
+  const uint64_t v = std::strtoull(value.c_str(), &end, 10);
+  if (errno != 0 || end == value.c_str() || *end != '\0' || value[0] == '-' || v < 1 || v > 100000)
+    throw std::invalid_argument(fmt::format("TP_SOAK='{}' is not a whole number from 1 to 100000", value));
+  return v;
+}
+
+void soak_report(const std::string& block, uint64_t transactions, uint64_t cycles, const std::string& kind) {
+  fmt::print("[ soak     ] block={} transactions={} cycles={} kind={}\n", block, transactions, cycles, kind);
+  std::fflush(stdout);
 }
 
 uint64_t seed_or(uint64_t fallback) {

@@ -71,11 +71,11 @@ std::vector<uint16_t> bf16_specials() {
 }
 
 TEST_F(FpUnit, MulEveryExponentPairRandomFractions) {
-  constexpr int kSamples = 4;
+  const uint64_t kSamples = 4 * tp::tb::soak_scale();  // make soak: TP_SOAK times as many
   uint64_t n = 0;
   for (uint32_t ea = 0; ea < 256; ++ea) {
     for (uint32_t eb = 0; eb < 256; ++eb) {
-      for (int s = 0; s < kSamples; ++s) {
+      for (uint64_t s = 0; s < kSamples; ++s) {
         const uint64_t r = rng_();
         const auto a = static_cast<uint16_t>(((r & 1) << 15) | (ea << 7) | ((r >> 1) & 0x7f));
         const auto b = static_cast<uint16_t>((((r >> 8) & 1) << 15) | (eb << 7) | ((r >> 9) & 0x7f));
@@ -86,6 +86,7 @@ TEST_F(FpUnit, MulEveryExponentPairRandomFractions) {
     }
   }
   EXPECT_EQ(failures_, 0u) << failures_ << " of " << n << " products differ";
+  tp::tb::soak_report("fp", n, n, "random bf16 products bit-exact with the golden model");
 }
 
 TEST_F(FpUnit, MulSpecialsAgainstEveryValue) {
@@ -161,7 +162,7 @@ class AddCases {
 };
 
 TEST_F(FpUnit, AddMillionRandom) {
-  constexpr uint64_t kPerKind = 200'000;
+  const uint64_t kPerKind = 200'000 * tp::tb::soak_scale();  // make soak: TP_SOAK times as many
   AddCases cases(rng_);
   for (int k = 0; k < AddCases::kKinds; ++k) {
     for (uint64_t i = 0; i < kPerKind; ++i) {
@@ -172,6 +173,8 @@ TEST_F(FpUnit, AddMillionRandom) {
     }
   }
   EXPECT_EQ(failures_, 0u) << failures_ << " of " << kPerKind * AddCases::kKinds << " sums differ";
+  tp::tb::soak_report("fp", kPerKind * AddCases::kKinds, kPerKind * AddCases::kKinds,
+                      "random fp32 additions bit-exact with the golden model");
 }
 
 TEST_F(FpUnit, AddDirected) {

@@ -42,8 +42,9 @@ class Hbm : public tp::tb::HbmTest<TP_HBM_CLASS> {
 TEST_F(Hbm, RandomTrafficObeysTimingAndReturnsTheLastWrite) {
   // Few rows so that addresses repeat (read-after-write) and rows conflict; random stalls on
   // both sides; long enough for many refreshes.
-  constexpr unsigned kRequests = 6000;
-  for (unsigned i = 0; i < kRequests; ++i) {
+  // make soak multiplies the requests by TP_SOAK.
+  const uint64_t kRequests = 6000 * tp::tb::soak_scale();
+  for (uint64_t i = 0; i < kRequests; ++i) {
     HbmRequest r;
     r.write = std::bernoulli_distribution(0.4)(rng_);
     r.addr = addr(static_cast<unsigned>(rng_() % banks()), static_cast<unsigned>(rng_() % 8),
@@ -55,7 +56,7 @@ TEST_F(Hbm, RandomTrafficObeysTimingAndReturnsTheLastWrite) {
       if (rng_() % 4 != 0) r.mask |= 0xffu << (w * 8);
     h_->queue(r);
   }
-  ASSERT_NO_THROW(h_->run(0.3, 0.3));
+  ASSERT_NO_THROW(h_->run(0.3, 0.3, 5'000'000 * tp::tb::soak_scale()));  // the watchdog grows with the soak
   expect_clean();
   auto& t = h_->top();
   EXPECT_EQ(h_->fatal(), 0u);
@@ -66,6 +67,7 @@ TEST_F(Hbm, RandomTrafficObeysTimingAndReturnsTheLastWrite) {
   EXPECT_GT(t.cnt_hits_o, 0u);
   fmt::print("{} cycles: {} reads checked, {} hits, {} misses, {} conflicts, {} refreshes\n", h_->cycle(),
              h_->reads_checked(), t.cnt_hits_o, t.cnt_misses_o, t.cnt_conflicts_o, t.cnt_refreshes_o);
+  tp::tb::soak_report("hbm", kRequests, h_->cycle(), "random requests, timing checked, reads against the last write");
 }
 
 TEST_F(Hbm, RowHitStreamIsMostlyHits) {
@@ -168,45 +170,54 @@ TEST_F(Hbm, EccInjectionCampaignCorrectsEverySingleAndDetectsEveryDouble) {
   struct Place {
     unsigned bank, row, col;
   };
-  std::vector<Place> places;
+  std::vector<Place> all;
   for (unsigned b = 0; b < banks(); ++b)
     for (unsigned r = 0; r < 4; ++r)
-      for (unsigned c = 0; c < cfg_.columns; ++c) places.push_back({b, r, c});
-  std::shuffle(places.begin(), places.end(), rng_);
-  places.resize(std::min<std::size_t>(kBursts, places.size()));
-  for (const auto& p : places) h_->queue({true, addr(p.bank, p.row, p.col), 0, random_burst(), ~0u, 0});
-  ASSERT_NO_THROW(h_->run());
-  unsigned singles = 0, doubles = 0, flips = 0;
-  for (const auto& p : places) {
-    const unsigned kind = static_cast<unsigned>(rng_() % 4);  // 0 clean, 1-2 single, 3 double
-    if (kind == 3) {
-      const unsigned w = static_cast<unsigned>(rng_() % 4), b0 = static_cast<unsigned>(rng_() % 72);
-      const unsigned b1 = (b0 + 1 + static_cast<unsigned>(rng_() % 71)) % 72;  // a different bit
-      h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + b0);
-      h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + b1);
-      ++doubles;
-      flips += 2;
-    } else if (kind != 0) {
-      bool any = false;
-      for (unsigned w = 0; w < 4; ++w) {
-        if (w < 3 && rng_() % 2 == 0) continue;  // codeword 3 always, the others at random
-        h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + static_cast<unsigned>(rng_() % 72));
-        any = true;
-        ++flips;
+      for (unsigned c = 0; c < cfg_.columns; ++c) all.push_back({b, r, c});
+  // make soak repeats the campaign TP_SOAK times (fresh data and flips each round: a write
+  // re-encodes its burst).
+  const uint64_t rounds = tp::tb::soak_scale();
+  uint64_t singles = 0, doubles = 0, flips = 0, bursts = 0;
+  for (uint64_t round = 0; round < rounds; ++round) {
+    std::vector<Place> places = all;
+    std::shuffle(places.begin(), places.end(), rng_);
+    places.resize(std::min<std::size_t>(kBursts, places.size()));
+    for (const auto& p : places) h_->queue({true, addr(p.bank, p.row, p.col), 0, random_burst(), ~0u, 0});
+    ASSERT_NO_THROW(h_->run());
+    for (const auto& p : places) {
+      const unsigned kind = static_cast<unsigned>(rng_() % 4);  // 0 clean, 1-2 single, 3 double
+      if (kind == 3) {
+        const unsigned w = static_cast<unsigned>(rng_() % 4), b0 = static_cast<unsigned>(rng_() % 72);
+        const unsigned b1 = (b0 + 1 + static_cast<unsigned>(rng_() % 71)) % 72;  // a different bit
+        h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + b0);
+        h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + b1);
+        ++doubles;
+        flips += 2;
+      } else if (kind != 0) {
+        bool any = false;
+        for (unsigned w = 0; w < 4; ++w) {
+          if (w < 3 && rng_() % 2 == 0) continue;  // codeword 3 always, the others at random
+          h_->device().flip_stored_bit(p.bank, p.row, p.col, w * 72 + static_cast<unsigned>(rng_() % 72));
+          any = true;
+          ++flips;
+        }
+        singles += any;
       }
-      singles += any;
     }
+    for (const auto& p : places) h_->queue({false, addr(p.bank, p.row, p.col), 1, {}, 0, 0});
+    ASSERT_NO_THROW(h_->run());
+    expect_clean();  // every read without a reported error returned the written data
+    bursts += places.size();
+    ASSERT_EQ(h_->top().cnt_ecc_corrected_o, singles) << "round " << round;
+    ASSERT_EQ(h_->top().cnt_ecc_fatal_o, doubles) << "round " << round;
+    ASSERT_EQ(h_->fatal(), doubles) << "each double-bit error reaches the requester (round " << round << ")";
   }
-  for (const auto& p : places) h_->queue({false, addr(p.bank, p.row, p.col), 1, {}, 0, 0});
-  ASSERT_NO_THROW(h_->run());
-  expect_clean();  // every read without a reported error returned the written data
-  EXPECT_EQ(h_->top().cnt_ecc_corrected_o, singles);
-  EXPECT_EQ(h_->top().cnt_ecc_fatal_o, doubles);
-  EXPECT_EQ(h_->fatal(), doubles) << "each double-bit error reaches the requester";
-  EXPECT_GT(singles, kBursts / 3);
-  EXPECT_GT(doubles, kBursts / 8);
+  EXPECT_GT(singles, rounds * kBursts / 3);
+  EXPECT_GT(doubles, rounds * kBursts / 8);
   fmt::print("{} bursts, {} bits flipped: {} bursts with single-bit errors corrected, {} double-bit errors reported\n",
-             places.size(), flips, singles, doubles);
+             bursts, flips, singles, doubles);
+  tp::tb::soak_report("hbm_ecc", 2 * bursts, h_->cycle(),
+                      "requests with ECC injections (a write and a read per burst)");
 }
 
 TEST_F(Hbm, PartialWordMaskIsAnError) {

@@ -19,7 +19,8 @@ TEST_F(HbmSystem, TrafficOverEveryPseudoChannelInOrderPerId) {
   ASSERT_GE(h_->channels(), 2u) << "the test preset should have several pseudo-channels";
   // Addresses over a window that covers every pseudo-channel many times, with repeats.
   const uint32_t window = 64 * 8 * h_->channels();
-  for (unsigned i = 0; i < 4000; ++i) {
+  const uint64_t requests = 4000 * tp::tb::soak_scale();  // make soak: TP_SOAK times as many
+  for (uint64_t i = 0; i < requests; ++i) {
     tp::tb::HbmRequest r;
     r.write = std::bernoulli_distribution(0.4)(rng_);
     r.addr = static_cast<uint32_t>(rng_() % window);
@@ -27,7 +28,7 @@ TEST_F(HbmSystem, TrafficOverEveryPseudoChannelInOrderPerId) {
     for (auto& x : r.data.b) x = static_cast<uint8_t>(rng_());
     h_->queue(r);
   }
-  ASSERT_NO_THROW(h_->run(0.2, 0.3));
+  ASSERT_NO_THROW(h_->run(0.2, 0.3, 5'000'000 * tp::tb::soak_scale()));  // the watchdog grows with the soak
   for (const auto& e : h_->errors()) ADD_FAILURE() << e;
   EXPECT_EQ(h_->mismatches(), 0u);
   uint64_t total = 0;
@@ -37,7 +38,8 @@ TEST_F(HbmSystem, TrafficOverEveryPseudoChannelInOrderPerId) {
     total += n;
     ASSERT_NO_THROW(h_->device(c).check_refresh(h_->cycle()));
   }
-  EXPECT_EQ(total, 4000u);
+  EXPECT_EQ(total, requests);
+  tp::tb::soak_report("hbm_system", requests, h_->cycle(), "random requests over every pseudo-channel");
 }
 
 // Requests of 1 to 16 bursts (crossing pseudo-channel blocks), reads and writes, random IDs and

@@ -143,6 +143,24 @@ TEST_F(Ici, LinkBitErrorsAreRetransmitted) {
   }
 }
 
+// The soak test of the router networks (make soak multiplies its length by TP_SOAK): a 4x4
+// torus offered twice what it carries (uniform and then tornado, packets of 1 to 8 flits), every
+// link flipping bits at 1e-3 in both directions; every packet arrives exactly once, in order and
+// intact (the scoreboard), and the network drains.
+TEST_F(Ici, SoakPastSaturationWithLinkBitErrors) {
+  const uint64_t scale = soak_scale();
+  auto o = opts({4, 4});
+  o.flip_fwd = o.flip_rev = 1e-3;
+  Net net(preset_.ici, o);
+  for (uint64_t round = 0; round < scale; ++round) {
+    run(net, {Pattern::kUniform, 1.0, 1, 8}, 1000);
+    run(net, {Pattern::kTornado, 1.0, 1, 8}, 500);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(net.flips(), 0u);
+  soak_report("ici", net.flits_ejected(), net.cycle(), "flits delivered past saturation, links flipping bits at 1e-3");
+}
+
 TEST_F(Ici, ChosenFaultyLinkRetransmitsOnlyThere) {
   // One chosen link, (1,1) eastwards, flips a bit in 5 % of its flits: only that link's
   // receiver sees CRC errors and only its sender resends.
