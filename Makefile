@@ -19,6 +19,9 @@
 #   make soak  [SOAK_MINUTES=30] [SOAK_ONLY=ici,chip]   the soak campaign: every block's soak tests
 #                                                       with fresh seeds on every core until each
 #                                                       block's figure; build/reports/soak.json
+#   make coverage                                       line and toggle coverage of the RTL tests
+#                                                       (build-cov/): build/coverage/,
+#                                                       build/reports/coverage.json
 #   make fuzz  [FUZZ_SECONDS=60] [FUZZ_TARGETS="asm tpb"]
 #                                                       the front ends' libFuzzer targets (clang, ASan,
 #                                                       UBSan) in build-fuzz/, each for FUZZ_SECONDS
@@ -47,8 +50,11 @@ ARGS   ?=
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= asm tpb preset trace layers
+# make coverage: its own build directory (-DTP_COVERAGE=ON), the CTest labels of the RTL tests.
+COV_BUILD  ?= build-cov
+COV_LABELS ?= fp|ecc|vpu|mxu|ici|hbm|chip|pod
 
-.PHONY: all deps configure sim sim-chip test wave lint bench plots soak fuzz format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench plots soak coverage fuzz format clean
 all: test
 
 deps:
@@ -98,6 +104,23 @@ soak: configure
 	@cmake --build $(BUILD) --target tests -j $(JOBS) > $(BUILD)/soak-build.log 2>&1 \
 	  || { tail -40 $(BUILD)/soak-build.log; echo "make soak: the build failed (log: $(BUILD)/soak-build.log)"; exit 1; }
 	@python3 scripts/soak.py --build $(BUILD) --minutes $(SOAK_MINUTES) $(if $(SOAK_ONLY),--only $(SOAK_ONLY),)
+
+# Coverage (docs/verification.md, "Coverage"): make test's RTL tests on models Verilated with line
+# and toggle coverage in $(COV_BUILD), merged by verilator_coverage: an annotated report in
+# $(BUILD)/coverage/ and $(BUILD)/reports/coverage.json per module.
+coverage: deps
+	@mkdir -p $(COV_BUILD)
+	@cmake -S . -B $(COV_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTP_COVERAGE=ON > $(COV_BUILD)/configure.log 2>&1 \
+	  || { cat $(COV_BUILD)/configure.log; echo "make coverage: configuring failed (log: $(COV_BUILD)/configure.log)"; exit 1; }
+	@echo "make coverage: building the tests with coverage (log: $(COV_BUILD)/build.log)"
+	@cmake --build $(COV_BUILD) --target tests -j $(JOBS) > $(COV_BUILD)/build.log 2>&1 \
+	  || { tail -40 $(COV_BUILD)/build.log; echo "make coverage: the build failed (log: $(COV_BUILD)/build.log)"; exit 1; }
+	@rm -rf $(COV_BUILD)/coverage/dat
+	@ctest --test-dir $(COV_BUILD) -j $(JOBS) --timeout 1800 -L '$(COV_LABELS)' > $(COV_BUILD)/ctest.log 2>&1 \
+	  || { grep -E 'tests passed|Failed|\*\*\*' $(COV_BUILD)/ctest.log | tail -20; echo "make coverage: tests failed (log: $(COV_BUILD)/ctest.log)"; exit 1; }
+	@mkdir -p $(BUILD)/reports
+	@python3 scripts/coverage.py --dat $(COV_BUILD)/coverage/dat --annotate $(BUILD)/coverage \
+	  --out $(BUILD)/reports/coverage.json
 
 # Needs only python3 and python3-matplotlib (no build): plots whatever reports $(BUILD)/reports has.
 PLOTS = python3 scripts/plots.py --reports $(BUILD)/reports --out $(BUILD)/reports/plots --ici-svg $(BUILD)/reports/ici.svg

@@ -62,6 +62,9 @@ function(tp_verilate lib)
   if(NOT V_ARGS)
     set(V_ARGS ${TP_VERILATOR_ARGS})
   endif()
+  if(TP_COVERAGE)
+    list(APPEND V_ARGS --coverage-line --coverage-toggle)
+  endif()
   add_library(${lib} STATIC)
   verilate(${lib}
     SOURCES ${V_SOURCES}

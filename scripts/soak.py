@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 # block, binary (under BUILD/tb), GoogleTest filter, the figure (transactions) the campaign must
@@ -65,17 +66,28 @@ def load_jobs(args):
     return out
 
 
+RUNNING = set()  # the runs' processes, stopped on Ctrl-C
+STOPPED = threading.Event()
+
+
 def run_once(job, seed, scale, build):
     """One run of a job: its soak lines, exit code, wall time and the command that reproduces it."""
     env = dict(os.environ, TP_SEED=str(seed), TP_SOAK=str(scale))
     cmd = job["command"] + [f"--gtest_filter={job['filter']}"]
     t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=build)
+    RUNNING.add(p)
     try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=build, timeout=3600)
-        out, code = p.stdout + p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        out, code = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), -1
+        out, _ = p.communicate(timeout=3600)
+        code = p.returncode
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, code = p.communicate()[0] + "\nsoak: the run took more than an hour", -1
+    finally:
+        RUNNING.discard(p)
     secs = time.monotonic() - t0
+    if STOPPED.is_set() and code != 0:
+        return None  # stopped by Ctrl-C: not a failure, not counted
     lines = [(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)) for m in SOAK_LINE.finditer(out)]
     failed = code != 0 or "[  FAILED  ]" in out
     if not failed and not lines:
@@ -145,7 +157,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.workers) as pool:
         running = {}
         while True:
-            while len(running) < args.workers and time.monotonic() < deadline:
+            while len(running) < args.workers and time.monotonic() < deadline and not STOPPED.is_set():
                 nxt = pick()
                 if not nxt:
                     break
@@ -156,10 +168,19 @@ def main():
                 running[pool.submit(run_once, j, seed, scale, args.build)] = (j, seed, scale)
             if not running:
                 break
-            done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            try:
+                done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            except KeyboardInterrupt:  # Ctrl-C: stop the runs, report what finished
+                print("soak: interrupted; stopping the runs and writing what finished", flush=True)
+                STOPPED.set()
+                for p in list(RUNNING):
+                    p.terminate()
+                continue
             for fut in done:
                 j, seed, scale = running.pop(fut)
                 r = fut.result()
+                if r is None:
+                    continue
                 b = blocks[j["block"]]
                 if j["rate"]:
                     b["pending"] = max(0, b.get("pending", 0) - j["unit_trans"] * scale)
@@ -191,7 +212,7 @@ def main():
                         "meets_target": b["transactions"] >= b["target"], "failures": b["failures"],
                         "wall_seconds": round(b["seconds"], 1)})
     report = {"benchmark": "soak", "minutes": args.minutes, "workers": args.workers, "first_seed": args.seed + 1,
-              "results": results}
+              "interrupted": STOPPED.is_set(), "results": results}
     with open(out_path, "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")

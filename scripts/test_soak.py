@@ -60,6 +60,28 @@ def main():
                     failures.append(f"flaky: failure without its reproduction: {fl}")
         except (OSError, KeyError, ValueError) as e:
             failures.append(f"no usable soak.json ({e})\n{p.stdout}{p.stderr}")
+        # Ctrl-C: the runs stop and the report says so
+        slow = os.path.join(d, "fake_slow")
+        with open(slow, "w") as f:
+            f.write("#!/usr/bin/env python3\nimport time\ntime.sleep(30)\n")
+        os.chmod(slow, 0o755)
+        with open(os.path.join(d, "slow.json"), "w") as f:
+            json.dump([{"block": "slow", "command": [slow], "filter": "Fake.*", "target": 10}], f)
+        import signal
+        import time
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "soak.py"), "--build", d, "--jobs",
+                              os.path.join(d, "slow.json"), "--minutes", "1", "--out", out, "--workers", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        try:
+            text, _ = p.communicate(timeout=20)
+            rep = json.load(open(out))
+            if not rep.get("interrupted") or rep["results"][0]["failures"]:
+                failures.append(f"Ctrl-C: report {rep}, output {text!r}")
+        except (subprocess.TimeoutExpired, OSError, ValueError) as e:
+            p.kill()
+            failures.append(f"Ctrl-C: the runner did not stop and report ({e})")
         # a missing binary and an unknown block are refused at once
         bad = subprocess.run([sys.executable, os.path.join(HERE, "soak.py"), "--build", d, "--only", "nosuch",
                               "--jobs", os.path.join(d, "jobs.json"), "--out", out], capture_output=True, text=True)

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "config.h"
+#include "coverage.h"
 #include "hbm_dram.h"
 #include "interrupt.h"
 #include "isa.h"
@@ -121,7 +122,7 @@ class ChipHarness {
         dram_->log_to(cmdlog_);
       }
     }
-    ctx_->randReset(2);
+    ctx_->randReset(kRandReset);
     ctx_->randSeed(static_cast<int>(stim_.seed % 0x7fffffff) + 1);
     ctx_->traceEverOn(!stim_.wave_file.empty());
     top_ = std::make_unique<Top>(ctx_.get(), "top");
@@ -145,6 +146,7 @@ class ChipHarness {
     if (cmdlog_) std::fclose(cmdlog_);
     if (trace_) trace_->close();
     top_->final();
+    write_coverage(*ctx_);
   }
   ChipHarness(const ChipHarness&) = delete;
   ChipHarness& operator=(const ChipHarness&) = delete;

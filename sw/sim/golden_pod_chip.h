@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "chip_model.h"
+#include "coverage.h"
 #include "pod_sim.h"
 #include "sim_util.h"  // FlitLayout, get_bits, set_bits
 
@@ -41,7 +42,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     static_assert(std::is_same_v<std::decay_t<decltype(std::declval<Router&>().tx_data_o[0])>, LinkT> &&
                       std::is_same_v<std::decay_t<decltype(std::declval<Router&>().rv_out_o[0])>, RevT>,
                   "the router model's link words must be the chip's");
-    ctx_->randReset(2);
+    ctx_->randReset(tb::kRandReset);
     r_ = std::make_unique<Router>(ctx_.get(), "router");
     r_->rst_ni = 0;
     r_->clk_i = 0;
@@ -56,7 +57,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     apply_regs();
     model_.set_ici_sender([this](golden::IciMessage m) { packetize(m); });
   }
-  ~GoldenPodChip() override { r_->final(); }
+  ~GoldenPodChip() override {
+    r_->final();
+    tb::write_coverage(*ctx_);
+  }
 
   std::string backend() const override { return "golden"; }
   unsigned lanes() const override { return p_.mxu.n; }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "Vecc_unit.h"
+#include "coverage.h"
 #include "secded.h"
 #include "tb_util.h"
 
@@ -21,7 +22,10 @@ class Ecc : public ::testing::Test {
     seed_ = tp::tb::test_seed(tp::tb::current_test_name());
     rng_.seed(seed_);
   }
-  void TearDown() override { dut_->final(); }
+  void TearDown() override {
+    dut_->final();
+    tp::tb::write_coverage(ctx_);
+  }
 
   Codeword encode(uint64_t d) {
     dut_->enc_data_i = d;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "Vfp_unit.h"
+#include "coverage.h"
 #include "fp.h"
 #include "tb_util.h"
 
@@ -20,11 +21,15 @@ class FpUnit : public ::testing::Test {
  protected:
   void SetUp() override {
     ctx_ = std::make_unique<VerilatedContext>();
+    ctx_->randReset(tp::tb::kRandReset);
     dut_ = std::make_unique<Vfp_unit>(ctx_.get(), "fp");
     seed_ = tp::tb::test_seed(tp::tb::current_test_name());
     rng_.seed(seed_);
   }
-  void TearDown() override { dut_->final(); }
+  void TearDown() override {
+    dut_->final();
+    tp::tb::write_coverage(*ctx_);
+  }
 
   uint32_t mul(uint16_t a, uint16_t b) {
     dut_->mul_a_i = a;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "config.h"
+#include "coverage.h"
 #include "hbm_device.h"
 #include "hbm_dram.h"
 
@@ -57,7 +58,7 @@ class HbmHarness {
         rng_(seed ^ 0x9e3779b97f4a7c15ull),
         nc_(kMulti ? cfg.channels * cfg.pseudo_channels : 1),
         dram_(cfg, nc_) {
-    ctx_.randReset(2);
+    ctx_.randReset(kRandReset);
     ctx_.randSeed(static_cast<int>(seed % 0x7fffffff) + 1);
     dut_ = std::make_unique<Top>(&ctx_, "hbm");
     dut_->rst_ni = 0;
@@ -73,6 +74,7 @@ class HbmHarness {
   ~HbmHarness() {
     if (cmdlog_) std::fclose(cmdlog_);
     dut_->final();
+    write_coverage(ctx_);
   }
   HbmHarness(const HbmHarness&) = delete;
   HbmHarness& operator=(const HbmHarness&) = delete;

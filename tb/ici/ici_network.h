@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "config.h"
+#include "coverage.h"
 #include "ici_model.h"
 #include "sim_util.h"  // get_bits, set_bits, flip_bit, FlitLayout
 
@@ -70,7 +71,7 @@ class IciNetwork {
     if (!opt_.slices.empty() && opt_.slices.size() != std::size_t{kx} * ky)
       throw std::invalid_argument("IciNetwork: one slice per node, or none");
     layout_ = {cfg.vcs > 2 ? static_cast<unsigned>(std::bit_width(cfg.vcs - 1)) : 1u, cfg.flit_bits};
-    ctx_->randReset(2);
+    ctx_->randReset(kRandReset);
     ctx_->randSeed(static_cast<int>(opt_.seed % 0x7fffffff) + 1);  // never 0: Verilator's 'random'
     const unsigned n = kx * ky;
     nodes_.resize(n);
@@ -124,6 +125,7 @@ class IciNetwork {
 
   ~IciNetwork() {
     for (auto& nd : nodes_) nd.r->final();
+    write_coverage(*ctx_);
   }
 
   const NetOptions& options() const { return opt_; }

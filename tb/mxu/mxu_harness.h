@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "coverage.h"
 #include "tb_util.h"
 
 namespace tp::tb {
@@ -48,7 +49,7 @@ class MxuHarness {
   // n (and, for tp_mxu, acc_rows unless 0) must be what the model was built with.
   MxuHarness(unsigned n, MxuStimulus stim, unsigned acc_rows = 0)
       : n_(n), stim_(std::move(stim)), rng_(stim_.seed), ctx_(std::make_unique<VerilatedContext>()) {
-    ctx_->randReset(2);  // registers without reset start random, from the test's seed
+    ctx_->randReset(kRandReset);  // registers without reset start random, from the test's seed (coverage: 0)
     // (Verilator takes seed 0 to mean "a new random seed every run": avoid it.)
     ctx_->randSeed(static_cast<int>(stim_.seed % 0x7fffffff) + 1);
     ctx_->traceEverOn(!stim_.wave_file.empty());
@@ -89,6 +90,7 @@ class MxuHarness {
   ~MxuHarness() {
     if (trace_) trace_->close();
     top_->final();
+    write_coverage(*ctx_);
   }
   MxuHarness(const MxuHarness&) = delete;
   MxuHarness& operator=(const MxuHarness&) = delete;

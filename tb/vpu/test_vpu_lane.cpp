@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "Vvpu_lane.h"
+#include "coverage.h"
 #include "isa_gen.h"
 #include "tb_util.h"
 #include "vpu_ops.h"
@@ -63,11 +64,15 @@ class VpuLane : public ::testing::Test {
  protected:
   void SetUp() override {
     ctx_ = std::make_unique<VerilatedContext>();
+    ctx_->randReset(tp::tb::kRandReset);
     dut_ = std::make_unique<Vvpu_lane>(ctx_.get(), "vpu");
     seed_ = tp::tb::test_seed(tp::tb::current_test_name());
     rng_.seed(seed_);
   }
-  void TearDown() override { dut_->final(); }
+  void TearDown() override {
+    dut_->final();
+    tp::tb::write_coverage(*ctx_);
+  }
 
   uint32_t rtl(Op op, uint32_t a, uint32_t b, uint32_t m, uint32_t imm) {
     dut_->op_i = static_cast<uint8_t>(op);
