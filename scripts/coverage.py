@@ -6,8 +6,8 @@ Usage: coverage.py --dat DIR --out coverage.json [--annotate DIR]
 
 DIR holds one Verilator coverage file per model run (sw/sim/coverage.h). They are merged with
 verilator_coverage into DIR/../merged.dat; --annotate writes verilator_coverage's annotated sources
-there. The JSON has, per module (the module a coverage point's source line belongs to) and kind
-(`line`, `toggle`), the points, how many were hit and the percentage.
+there. The JSON has, per RTL module (its parameterizations together: a point hit in any of them
+is hit) and kind (`line`, `toggle`), the points, how many were hit and the percentage.
 """
 import argparse
 import glob
@@ -19,7 +19,7 @@ import sys
 
 
 def parse_points(path):
-    """(kind, module, file, line, count) for every point of a Verilator coverage file."""
+    """(kind, module, file, line, column, what, count) for every point of a Verilator coverage file."""
     points = []
     with open(path, encoding="latin-1") as f:
         for raw in f:
@@ -37,7 +37,8 @@ def parse_points(path):
             if not m:
                 continue
             kind = "line" if m.group(1) in ("line", "branch") else m.group(1)
-            points.append((kind, m.group(2), fields.get("f", ""), int(fields.get("l", "0") or 0), count))
+            points.append((kind, m.group(2), fields.get("f", ""), int(fields.get("l", "0") or 0), fields.get("n", ""),
+                           fields.get("o", ""), count))
     return points
 
 
@@ -56,19 +57,27 @@ def main():
         os.makedirs(args.annotate, exist_ok=True)
         subprocess.run(["verilator_coverage", "--annotate", args.annotate, "--annotate-min", "1", merged], check=True,
                        stdout=subprocess.DEVNULL)
-    modules = {}
-    for kind, module, src, line, count in parse_points(merged):
-        m = modules.setdefault(module, {"module": module, "file": os.path.relpath(src) if src else ""})
-        k = m.setdefault(kind, {"points": 0, "hit": 0})
+    # Per RTL module: Verilator names each parameterization of a module apart (tp_mxu__N8_A100);
+    # their points are one module's, a point (file, line, column, what) hit in any of them is hit.
+    modules, seen = {}, {}
+    for kind, module, src, line, col, what, count in parse_points(merged):
+        base = module.split("__")[0]
+        m = modules.setdefault(base, {"module": base, "file": os.path.relpath(src) if src else "", "variants": set()})
+        m["variants"].add(module)
+        key = (base, kind, src, line, col, what)
+        seen[key] = seen.get(key, False) or count > 0
+    for (base, kind, *_), hit in seen.items():
+        k = modules[base].setdefault(kind, {"points": 0, "hit": 0})
         k["points"] += 1
-        k["hit"] += count > 0
+        k["hit"] += hit
     results = []
     for name in sorted(modules):
         m = modules[name]
         for kind in ("line", "toggle"):
             k = m.setdefault(kind, {"points": 0, "hit": 0})
             k["percent"] = round(100.0 * k["hit"] / k["points"], 2) if k["points"] else None
-        results.append({"module": name, "file": m["file"], "line": m["line"]["percent"],
+        results.append({"module": name, "file": m["file"], "variants": sorted(m["variants"]),
+                        "line": m["line"]["percent"],
                         "toggle": m["toggle"]["percent"], "line_points": m["line"]["points"],
                         "line_hit": m["line"]["hit"], "toggle_points": m["toggle"]["points"],
                         "toggle_hit": m["toggle"]["hit"]})
