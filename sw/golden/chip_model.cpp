@@ -450,6 +450,11 @@ void ChipModel::execute(unsigned q) {
 
   const TimeSpan span = timing_->execute(q, e.seq, in, std::max(e.dispatch_t, token_t));
   timeline_.span(q, e.pc, e.dispatch_t, token_t, span.start, span.complete);
+  if (timeline_.keeps_events()) {  // the estimate's counter tracks (docs/observability.md)
+    if (in.op == Op::mxu_mm) timeline_.activity("mxu busy", span.start, span.start + f.rows, double(f.rows));
+    if (in.op == Op::dma_ld || in.op == Op::dma_st)
+      timeline_.activity("memory bytes/cycle", span.start, span.complete, double(f.rows * f.cols * 4ull * n_));
+  }
 
   switch (in.op) {
     case Op::fence:

@@ -28,6 +28,7 @@ void ChipTrace::start(std::span<const isa::Word> code) {
   sends_.clear();
   arrivals_.clear();
   samples_.clear();
+  bins_.clear();
 }
 
 void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
@@ -158,6 +159,20 @@ void ChipTrace::sample(std::string_view track, uint64_t t, double value) {
   it->second.push_back({t, value});
 }
 
+void ChipTrace::activity(std::string_view track, uint64_t start, uint64_t end, double amount) {
+  if (!keep_) return;
+  auto it = bins_.find(track);
+  if (it == bins_.end()) it = bins_.emplace(std::string(track), std::vector<double>{}).first;
+  auto& bins = it->second;
+  end = std::max(end, start + 1);
+  if (bins.size() < (end + kWindow - 1) / kWindow) bins.resize((end + kWindow - 1) / kWindow, 0.0);
+  const double per_cycle = amount / static_cast<double>(end - start);
+  for (uint64_t w = start / kWindow; w * kWindow < end; ++w) {
+    const uint64_t a = std::max(start, w * kWindow), b = std::min(end, (w + 1) * kWindow);
+    bins[w] += per_cycle * static_cast<double>(b - a);
+  }
+}
+
 void ChipTrace::finish(uint64_t golden_end) {
   if (golden_) end_ = std::max(end_, golden_end);
   for (unsigned q = 0; q < kUnits; ++q) {
@@ -174,6 +189,11 @@ void ChipTrace::finish(uint64_t golden_end) {
       auto& k = totals_[q];
       k[static_cast<unsigned>(Kind::idle)] = end_ - std::min(end_, k[0] + k[1] + k[2]);
     }
+  }
+  for (auto& [track, bins] : bins_) {  // the golden counter tracks, again from scratch
+    auto& v = samples_[track];
+    v.clear();
+    for (std::size_t w = 0; w < bins.size(); ++w) v.push_back({w * kWindow, bins[w] / static_cast<double>(kWindow)});
   }
 }
 

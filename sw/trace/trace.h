@@ -104,6 +104,10 @@ class ChipTrace {
   void send_at(uint64_t t, uint32_t pc);  // the destination from the instruction and place()
   void arrival(uint64_t t, XY src);
   void sample(std::string_view track, uint64_t t, double value);
+  // The golden estimate's counter tracks: `amount` spread evenly over [start, end) (a zero-length
+  // span: at start), turned by finish() into one sample per kWindow cycles of amount per cycle.
+  void activity(std::string_view track, uint64_t start, uint64_t end, double amount);
+  static constexpr uint64_t kWindow = 256;
   // The run is over. The RTL's open slices close after its last recorded cycle, and a head still
   // waiting gets its wait slice; golden_end: the estimate's end (the golden backend counts its
   // idle cycles from it). Again after more recording: the same.
@@ -148,6 +152,7 @@ class ChipTrace {
   std::vector<Send> sends_;
   std::vector<Arrival> arrivals_;
   std::map<std::string, std::vector<Sample>, std::less<>> samples_;
+  std::map<std::string, std::vector<double>, std::less<>> bins_;  // activity() per kWindow cycles
 };
 
 // The golden estimate's unit counters from its timeline, under the RTL's names: {unit}_busy,

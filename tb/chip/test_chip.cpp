@@ -914,6 +914,13 @@ TEST(ChipTrace, SlicesAddUpToTheCounters) {
         uint64_t mxu_busy = 0;
         for (const auto& s : t.slices()) mxu_busy += s.unit == 1 ? s.busy : 0;
         EXPECT_GT(mxu_busy, 0u) << what;
+      } else {  // the estimate's counter tracks: every byte the DMAs moved, every MXU row
+        double bytes = 0, rows = 0;
+        for (const auto& x : t.samples().at("memory bytes/cycle")) bytes += x.value * tp::trace::ChipTrace::kWindow;
+        for (const auto& x : t.samples().at("mxu busy")) rows += x.value * tp::trace::ChipTrace::kWindow;
+        const double want = double(run.counters.at("bytes_loaded") + run.counters.at("bytes_stored"));
+        EXPECT_NEAR(bytes, want, 1e-9 * want) << what;
+        EXPECT_NEAR(rows, double(run.counters.at("mxu_rows")), 1e-6) << what;
       }
       traces.push_back(std::move(t));
       counters.push_back(run.counters);
