@@ -39,6 +39,7 @@ struct NetOptions {
   std::vector<Slice> slices;     // empty: the whole torus is one slice; else one per node (x + y*kx)
   double flip_fwd = 0.0;         // probability of a bit flip per flit on a faulty link
   double flip_rev = 0.0;         // ... per reverse word
+  double drop_fwd = 0.0;         // probability that a flit on a faulty link is lost altogether
   double faulty_fraction = 1.0;  // fraction of links that flip bits (chosen at random) ...
   std::vector<std::pair<Coord, unsigned>> faulty_links;  // ... or exactly these (node, port 0..3)
   // The RTL's own hook: fault_rate_i of link (node, port), in 1/65536 per sent word.
@@ -199,6 +200,10 @@ class IciNetwork {
           flip_bit(w.data, static_cast<unsigned>(rng_() % link_bits()));
           ++flips_;
         }
+        if (w.valid && nd.faulty[p] && opt_.drop_fwd > 0 && std::bernoulli_distribution(opt_.drop_fwd)(rng_)) {
+          w.valid = false;  // lost: the receiver sees a gap, or (the last of a burst) nothing at all
+          ++drops_;
+        }
         nd.fwd[p].pop_front();
         nd.fwd[p].push_back(w);
         Wire<Rev> v{true, r.rv_out_o[p]};
@@ -235,6 +240,7 @@ class IciNetwork {
   const std::vector<std::string>& errors() const { return errors_; }
   uint64_t flips() const { return flips_; }
   uint64_t flits_ejected() const { return flits_ejected_; }
+  uint64_t drops() const { return drops_; }  // flits the links lost (drop_fwd)
   // Flits ejected that crossed at least one link (packets a node sends to itself excluded).
   uint64_t network_flits_ejected() const { return network_flits_; }
 
@@ -451,7 +457,7 @@ class IciNetwork {
   std::vector<PacketStats> packets_;
   std::map<uint64_t, std::deque<uint32_t>> order_;
   std::vector<std::string> errors_;
-  uint64_t cycle_ = 0, quiet_ = 0, outstanding_ = 0, flips_ = 0, flits_ejected_ = 0, network_flits_ = 0;
+  uint64_t cycle_ = 0, quiet_ = 0, outstanding_ = 0, flips_ = 0, drops_ = 0, flits_ejected_ = 0, network_flits_ = 0;
 
   void clock() {
     for (auto& nd : nodes_) {

@@ -161,6 +161,22 @@ TEST_F(Ici, SoakPastSaturationWithLinkBitErrors) {
   soak_report("ici", net.flits_ejected(), net.cycle(), "flits delivered past saturation, links flipping bits at 1e-3");
 }
 
+// Links that lose flits outright (not flip bits): a lost flit followed by others shows as a
+// sequence gap; a lost last flit of a burst, with nothing after it, only by the transmitter's
+// timeout (no acknowledgement for Timeout cycles), which then goes back. Every packet still
+// arrives exactly once, in order and intact, and the network drains.
+TEST_F(Ici, LostFlitsAreResentAfterAGapOrATimeout) {
+  auto o = opts({3, 3});
+  o.drop_fwd = 2e-3;
+  Net net(preset_.ici, o);
+  run(net, {Pattern::kUniform, 0.3, 1, 6}, 3000);
+  run(net, {Pattern::kNeighbor, 0.02, 1, 1}, 3000);  // sparse single flits: lost ones time out
+  EXPECT_GT(net.drops(), 0u);
+  const auto retx = net.sum([](auto& r, unsigned p) { return r.cnt_retx_o[p]; });
+  EXPECT_GT(retx, 0u) << net.drops() << " flits lost, none retransmitted";
+  fmt::print("{} flits lost, {} retransmitted, {} ejected\n", net.drops(), retx, net.flits_ejected());
+}
+
 TEST_F(Ici, ChosenFaultyLinkRetransmitsOnlyThere) {
   // One chosen link, (1,1) eastwards, flips a bit in 5 % of its flits: only that link's
   // receiver sees CRC errors and only its sender resends.
