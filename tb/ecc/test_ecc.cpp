@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <memory>
+#include <numeric>
 #include <random>
 
 #include "Vecc_unit.h"
@@ -103,6 +106,33 @@ TEST_F(Ecc, EveryDoubleBitErrorIsDetected) {
       }
     }
   }
+}
+
+// Three or more flipped bits are past the code's promise: they may look like a single-bit error
+// (and be "corrected" wrongly), a double, or nothing. The RTL must still decode exactly as the
+// golden decoder does (data and both flags), so that the chip and the interpreter agree on a
+// memory's fault whatever it is; and every one of them must be flagged one way or the other
+// unless it happens to be a codeword.
+TEST_F(Ecc, ThreeOrMoreFlipsDecodeAsTheGoldenDecoder) {
+  uint64_t corrected = 0, fatal = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t d = rng_();
+    Codeword bad = encode(d);
+    const unsigned flips = 3 + static_cast<unsigned>(rng_() % 6);  // 3 .. 8 distinct bits
+    std::array<unsigned, 72> bits;
+    std::iota(bits.begin(), bits.end(), 0u);
+    std::shuffle(bits.begin(), bits.end(), rng_);
+    for (unsigned k = 0; k < flips; ++k) bad.flip(bits[k]);
+    const auto r = decode(bad);
+    const auto g = tp::golden::secded_decode(bad);
+    ASSERT_EQ(r.data, g.data) << fmt::format("data {:#018x}, {} flips (seed {})", d, flips, seed_);
+    ASSERT_EQ(r.corrected, g.corrected) << fmt::format("data {:#018x}, {} flips (seed {})", d, flips, seed_);
+    ASSERT_EQ(r.fatal, g.fatal) << fmt::format("data {:#018x}, {} flips (seed {})", d, flips, seed_);
+    corrected += r.corrected;
+    fatal += r.fatal;
+  }
+  EXPECT_GT(corrected, 0u) << "no odd-weight error mistaken for a single: the draw is wrong";
+  EXPECT_GT(fatal, 0u) << "no even-weight error detected: the draw is wrong";
 }
 
 }  // namespace
