@@ -238,9 +238,10 @@ class ChipHarness {
     }
     return out;
   }
-  // Reads of this beat answer with an uncorrectable error: the memory model flags it; on HBM two
-  // stored bits of its first codeword flip (a later write of the beat would repair it; unwritten
-  // memory is an all-zero codeword, so flipping it works too).
+  // Reads of this beat answer with an uncorrectable error: the memory model flags it (and writes
+  // to it too: their acknowledgement carries the error); on HBM two stored bits of its first
+  // codeword flip (a later write of the beat would repair it; unwritten memory is an all-zero
+  // codeword, so flipping it works too).
   void fail_beat(uint64_t beat) {
     if constexpr (kHbm) {
       const auto a = hbm_place(beat * bursts_per_beat());
@@ -523,11 +524,12 @@ class ChipHarness {
                 static_cast<uint8_t>(top_->mem_req_id_o),
                 false,
                 {}};
+      p.err = failing_.count(beat) != 0;
       if (p.write) {
-        for (unsigned j = 0; j < lanes_; ++j) word(beat, j) = get_lane<32>(top_->mem_req_wdata_o, j);
+        if (!p.err)
+          for (unsigned j = 0; j < lanes_; ++j) word(beat, j) = get_lane<32>(top_->mem_req_wdata_o, j);
       } else {
         p.data = read_mem(beat, 1);
-        p.err = failing_.count(beat) != 0;
       }
       pending_.push_back(std::move(p));
     }

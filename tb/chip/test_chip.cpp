@@ -715,6 +715,21 @@ TEST(Chip, MemoryErrorStopsTheChip) {
   EXPECT_EQ(r.pc, 1u);
 }
 
+// An error in a store's acknowledgement stops the chip with mem_error at the store's PC (RTL, the
+// memory model: on HBM writes are posted and a failing beat is a stored-bit fault that a write
+// repairs, so there is no write error to give).
+TEST(Chip, MemoryErrorOnAStoreStopsTheChip) {
+  if (tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm) GTEST_SKIP() << "HBM acknowledges writes when it queues them";
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
+  rtl.fail_beat(6);
+  rtl.load(assemble("dma.ld 0, 0, 4, 1, 1 signal=1\ndma.st 0, 20, 4, 1, 1\ndma.st 0, 4, 4, 1, 1 wait=1\nhalt\n").code);
+  const auto r = rtl.run(100'000);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(tp::isa::err_name(static_cast<Err>(r.err)), "mem_error");
+  EXPECT_EQ(r.pc, 2u) << "the store that wrote beat 6";
+}
+
 // The host's beat access through the chip's memory port agrees with the backdoor both ways, and
 // an address past the end of memory is refused, not sent.
 TEST(Chip, HostBeatAccessThroughTheMemoryPort) {
