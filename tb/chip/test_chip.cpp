@@ -614,6 +614,13 @@ const BadProgram kBad[] = {
     {"vmem_range_vec_b", Err::vmem_range, 0, "vadd 0, 8, 4, b=V-3\nhalt\n"},
     {"vmem_range_mask", Err::vmem_range, 0, "vsel 0, 8, 4, b=16, imm=V\nhalt\n"},
     {"overlap", Err::overlap, 0, "vadd 10, 8, 4, b=20\nhalt\n"},
+    // Checks the coverage run found untested (issue "Trust"): zero rows for the MXU and the vector
+    // unit, an MXU stream and a vector operand a past VMEM, a mask over the destination.
+    {"zero_rows_mm", Err::bad_field, 1, "mxu.lw 0\nmxu.mm 0, 0, 0\nhalt\n"},
+    {"zero_rows_vec", Err::bad_field, 0, "vmov 8, 0, 0\nhalt\n"},
+    {"vmem_range_mm", Err::vmem_range, 1, "mxu.lw 0\nmxu.mm V-1, 0, 2\nhalt\n"},
+    {"vmem_range_vec_a", Err::vmem_range, 0, "vmov 0, V-1, 2\nhalt\n"},
+    {"overlap_mask", Err::overlap, 0, "vsel 8, 0, 4, b=16, imm=10\nhalt\n"},
     {"overlap_bcast", Err::overlap, 0, "vadd 8, 0, 4, b=9, b_bcast=1\nhalt\n"},
     {"mxu_no_weights", Err::mxu_no_weights, 0, "mxu.mm 0, 0, 4\nhalt\n"},
     {"mxu_weights_unused", Err::mxu_weights_unused, 1, "mxu.lw 0\nmxu.lw 0\nhalt\n"},
