@@ -621,6 +621,8 @@ const BadProgram kBad[] = {
     {"vmem_range_mm", Err::vmem_range, 1, "mxu.lw 0\nmxu.mm V-1, 0, 2\nhalt\n"},
     {"vmem_range_vec_a", Err::vmem_range, 0, "vmov 0, V-1, 2\nhalt\n"},
     {"overlap_mask", Err::overlap, 0, "vsel 8, 0, 4, b=16, imm=10\nhalt\n"},
+    // A fence whose unit field names no queue (5; the opcode fence is 0).
+    {"fence_unit_field", Err::bad_field, 1, "fence load\n.word 5, 0\nhalt\n"},
     // 65,536 signals to a semaphore nobody takes: the count passes 65,535 (the PC is not tracked).
     {"sem_overflow", Err::sem_overflow, 0xffffffffu, "li r1, 65536\ntop: fence load signal=5\nloop r1, top\nhalt\n"},
     {"overlap_bcast", Err::overlap, 0, "vadd 8, 0, 4, b=9, b_bcast=1\nhalt\n"},
