@@ -121,8 +121,7 @@ def main():
                                            "transactions": 0, "kinds": set(), "failures": [], "runs": 0,
                                            "seconds": 0.0})
         b["target"] = max(b["target"], j["target"])
-        j["rate"] = None  # transactions per second at scale 1 (measured by its first run)
-        j["unit_seconds"] = None
+        j["unit_seconds"] = j["unit_trans"] = None  # a run at scale 1: seconds, transactions (its first run)
     print(f"soak: {len(jobs)} jobs in {len(blocks)} blocks, {args.workers} workers, {args.minutes:g} minutes, "
           f"seeds from {args.seed}", flush=True)
 
@@ -163,7 +162,7 @@ def main():
                     break
                 j, seed, scale = nxt
                 b = blocks[j["block"]]
-                if j["rate"]:
+                if j["unit_trans"]:
                     b["pending"] = b.get("pending", 0) + j["unit_trans"] * scale
                 running[pool.submit(run_once, j, seed, scale, args.build)] = (j, seed, scale)
             if not running:
@@ -182,7 +181,7 @@ def main():
                 if r is None:
                     continue
                 b = blocks[j["block"]]
-                if j["rate"]:
+                if j["unit_trans"]:
                     b["pending"] = max(0, b.get("pending", 0) - j["unit_trans"] * scale)
                 b["runs"] += 1
                 b["seeds"].append(seed)
@@ -195,7 +194,6 @@ def main():
                 if j["unit_seconds"] is None:
                     j["unit_seconds"] = max(r["seconds"] / scale, 1e-3)
                     j["unit_trans"] = max(trans, 1) / scale
-                    j["rate"] = j["unit_trans"] / j["unit_seconds"]
                 if r["failed"]:
                     b["failures"].append({"seed": seed, "scale": scale, "test": j["filter"], "command": r["repro"],
                                           "output": r["tail"]})

@@ -276,9 +276,6 @@ void fill_output(Chip& chip, const compiler::MatrixRef& ref) {
 
 }  // namespace
 
-// Both runs place and compile first: shapes that do not fit HBM, VMEM or the instruction memory
-// are refused (alloc's DriverError, compile's CompileError) before any operand is drawn or the
-// host reference computed.
 double memory_bytes_per_cycle(const Preset& p) {
   const double port = 4.0 * double(p.mxu.n);
   if (p.chip.memory != "hbm") return port;
@@ -292,6 +289,9 @@ double roofline_cycles(const Preset& p, uint64_t m, uint64_t k, uint64_t n) {
   return std::max(flops / peak, compulsory / memory_bytes_per_cycle(p));
 }
 
+// Both runs place and compile first: shapes that do not fit HBM, VMEM or the instruction memory
+// are refused (alloc's DriverError, compile's CompileError) before any operand is drawn or the
+// host reference computed.
 MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t timeout_cycles) {
   const Preset& p = chip.preset();
   MatmulRun run;

@@ -101,7 +101,7 @@ void ChipModel::load(const isa::Program& prog) {
   seq_.fill(0);
   timing_->reset();
   timeline_.start(code_);
-  timeline_.set_place({{ici_.x, ici_.y}, {ici_.x0, ici_.y0}, ici_.w, ici_.h});
+  timeline_.set_ici(ici_);
 }
 
 void ChipModel::set_timing(std::unique_ptr<ChipTiming> t) {
@@ -113,7 +113,7 @@ void ChipModel::set_timing(std::unique_ptr<ChipTiming> t) {
 void ChipModel::set_ici(const IciRegs& r) {
   ici_ = r;
   pod_mode_ = uint64_t{r.w} * r.h > 1;
-  timeline_.set_place({{r.x, r.y}, {r.x0, r.y0}, r.w, r.h});
+  timeline_.set_ici(r);
 }
 
 void ChipModel::fail(Err err, uint32_t pc) {

@@ -53,7 +53,7 @@ class RtlChip final : public tp::driver::Chip {
     if (auto* t = trace()) {
       t->start(code_);
       const auto& ici = h.ici();
-      t->set_place({{ici.x, ici.y}, {ici.x0, ici.y0}, ici.w, ici.h});
+      t->set_ici({ici.kx, ici.ky, ici.x, ici.y, ici.x0, ici.y0, ici.w, ici.h});
       h.set_timeline(t);
     }
     // The harness stops recording however the run ends (an exception too: the trace is the caller's).

@@ -189,8 +189,9 @@ class RtlSlice final : public tp::driver::Slice {
       for (unsigned i = 0; i < programs_.size(); ++i) {
         if (!programs_[i] || !top_->chips[i]->has_probe()) continue;  // a mixed pod's golden chips: none
         const auto& ici_i = *ici[i];
-        traced.emplace_back(i, tp::trace::ChipTrace(fmt::format("chip ({}, {})", i % kx, i / kx),
-                                                    {{ici_i.x, ici_i.y}, {ici_i.x0, ici_i.y0}, ici_i.w, ici_i.h}));
+        traced.emplace_back(
+            i, tp::trace::ChipTrace(fmt::format("chip ({}, {})", i % kx, i / kx),
+                                    {ici_i.kx, ici_i.ky, ici_i.x, ici_i.y, ici_i.x0, ici_i.y0, ici_i.w, ici_i.h}));
         traced.back().second.set_group("rtl");
         traced.back().second.start(programs_[i]->code);
       }

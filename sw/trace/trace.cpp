@@ -10,7 +10,7 @@ namespace tp::trace {
 
 using json = nlohmann::json;
 
-ChipTrace::ChipTrace(std::string name, Place place) : name_(std::move(name)), place_(place) {}
+ChipTrace::ChipTrace(std::string name, golden::IciRegs ici) : name_(std::move(name)), ici_(ici) {}
 
 void ChipTrace::start(std::span<const isa::Word> code) {
   code_.assign(code.begin(), code.end());
@@ -31,30 +31,26 @@ void ChipTrace::start(std::span<const isa::Word> code) {
   bins_.clear();
 }
 
-void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
+Slice ChipTrace::take(unsigned q, uint32_t pc, uint64_t t) {
   Unit& u = units_[q];
-  u.open = true;
-  u.cur = Slice{};
-  u.cur.pc = pc;
-  u.cur.unit = static_cast<uint8_t>(q);
-  u.cur.start = u.cur.end = t;
-  u.cur.wait = u.pending_wait;
-  u.cur.wait_start = u.pending_wait_start;
+  Slice s;
+  s.pc = pc;
+  s.unit = static_cast<uint8_t>(q);
+  s.start = s.end = t;
+  s.wait = u.pending_wait;
+  s.wait_start = u.pending_wait_start;
   u.pending_wait = 0;
+  return s;
+}
+
+void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
+  units_[q].open = true;
+  units_[q].cur = take(q, pc, t);
 }
 
 void ChipTrace::mark(unsigned q, uint32_t pc, uint64_t t) {
-  Unit& u = units_[q];
-  if (keep_) {
-    Slice m;
-    m.pc = pc;
-    m.unit = static_cast<uint8_t>(q);
-    m.start = m.end = t;
-    m.wait = u.pending_wait;
-    m.wait_start = u.pending_wait_start;
-    slices_.push_back(m);
-  }
-  u.pending_wait = 0;
+  const Slice m = take(q, pc, t);
+  if (keep_) slices_.push_back(m);
 }
 
 void ChipTrace::close(unsigned q, uint64_t t) {
@@ -131,21 +127,13 @@ void ChipTrace::send(uint64_t t, uint32_t pc, XY dst) {
 }
 
 void ChipTrace::send_at(uint64_t t, uint32_t pc) {
-  if (!keep_ || pc >= code_.size()) return;
+  if (!keep_ || pc >= code_.size() || !golden::ici_regs_ok(ici_)) return;
   const auto d = isa::decode(code_[pc]);
   if (d.err != isa::Err::none || d.instr.op != isa::Op::ici_send) return;
   const auto& f = d.instr.f;
-  const auto dx = static_cast<int64_t>(f.dx), dy = static_cast<int64_t>(f.dy);
-  const Place& p = place_;
-  auto wrap = [](int64_t a, int64_t m) { return static_cast<unsigned>(((a % m) + m) % m); };
-  XY dst;
-  if (f.abs) {
-    dst = {p.origin.x + static_cast<unsigned>(dx), p.origin.y + static_cast<unsigned>(dy)};
-  } else {
-    dst = {p.origin.x + wrap(int64_t{p.self.x} - p.origin.x + dx, std::max(1u, p.w)),
-           p.origin.y + wrap(int64_t{p.self.y} - p.origin.y + dy, std::max(1u, p.h))};
-  }
-  sends_.push_back({t, pc, dst});
+  if (const auto dst =
+          golden::ici_destination(ici_, static_cast<int64_t>(f.dx), static_cast<int64_t>(f.dy), f.abs != 0))
+    sends_.push_back({t, pc, {dst->x, dst->y}});
 }
 
 void ChipTrace::arrival(uint64_t t, XY src) {
@@ -256,10 +244,9 @@ uint64_t write_chrome_trace(std::ostream& os, std::span<const ChipTrace* const> 
   std::map<Key, std::vector<std::pair<unsigned, const Send*>>> sends;
   std::map<Key, std::vector<std::pair<unsigned, const Arrival*>>> arrivals;
   for (unsigned i = 0; i < chips.size(); ++i) {
-    for (const Send& s : chips[i]->sends())
-      sends[{chips[i]->group(), chips[i]->place().self, s.dst}].push_back({i, &s});
+    for (const Send& s : chips[i]->sends()) sends[{chips[i]->group(), chips[i]->self(), s.dst}].push_back({i, &s});
     for (const Arrival& a : chips[i]->arrivals())
-      arrivals[{chips[i]->group(), a.src, chips[i]->place().self}].push_back({i, &a});
+      arrivals[{chips[i]->group(), a.src, chips[i]->self()}].push_back({i, &a});
   }
   uint64_t unmatched = 0;
   for (const auto& [k, v] : sends) {

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ici_model.h"
 #include "isa.h"
 
 namespace tp::trace {
@@ -69,23 +70,19 @@ struct Sample {
   double value = 0;
 };
 
-// The chip's place in its slice (the ICI registers), for the destinations of its sends.
-struct Place {
-  XY self, origin;
-  unsigned w = 1, h = 1;
-};
-
 class ChipTrace {
  public:
-  explicit ChipTrace(std::string name = "chip", Place place = {});
+  // ici: the chip's ICI registers (its place in the torus and its slice), for its sends.
+  explicit ChipTrace(std::string name = "chip", golden::IciRegs ici = {});
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
   // Chips of one group (a backend's pod) exchange ICI transfers; flows never cross groups.
   const std::string& group() const { return group_; }
   void set_group(std::string g) { group_ = std::move(g); }
-  const Place& place() const { return place_; }
-  void set_place(const Place& p) { place_ = p; }
+  const golden::IciRegs& ici() const { return ici_; }
+  void set_ici(const golden::IciRegs& r) { ici_ = r; }
+  XY self() const { return {ici_.x, ici_.y}; }
   // Keep slices, sends, arrivals and samples (else only the totals: the golden backend's counters).
   void keep_events(bool on) { keep_ = on; }
   bool keeps_events() const { return keep_; }
@@ -101,7 +98,9 @@ class ChipTrace {
   // its semaphore count arrived at token_t (0: none), and it ran over [start, complete).
   void span(unsigned unit, uint32_t pc, uint64_t dispatch_t, uint64_t token_t, uint64_t start, uint64_t complete);
   void send(uint64_t t, uint32_t pc, XY dst);
-  void send_at(uint64_t t, uint32_t pc);  // the destination from the instruction and place()
+  // The destination from the instruction and ici() (golden::ici_destination); nothing for a send
+  // that would stop with ici_config or ici_slice (it transfers nothing).
+  void send_at(uint64_t t, uint32_t pc);
   void arrival(uint64_t t, XY src);
   void sample(std::string_view track, uint64_t t, double value);
   // The golden estimate's counter tracks: `amount` spread evenly over [start, end) (a zero-length
@@ -134,13 +133,15 @@ class ChipTrace {
     uint64_t pending_wait = 0, pending_wait_start = 0, last_end = 0;
     uint32_t pending_wait_pc = 0;
   };
+  // A slice for the instruction at pc leaving queue q at t, with the wait it had.
+  Slice take(unsigned q, uint32_t pc, uint64_t t);
   void open(unsigned q, uint32_t pc, uint64_t t);
   void close(unsigned q, uint64_t t);
   // A zero-length slice at t for an instruction that starts nothing in its unit, with its wait.
   void mark(unsigned q, uint32_t pc, uint64_t t);
 
   std::string name_, group_;
-  Place place_;
+  golden::IciRegs ici_;
   bool keep_ = true;
   std::vector<isa::Word> code_;
   std::array<Unit, kUnits> units_{};

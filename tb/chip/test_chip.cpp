@@ -713,17 +713,22 @@ TEST(Chip, DeadlockWithTheFrontEndStalledOnAFullQueue) {
   }
 }
 
-// A memory error on a DMA read stops the chip with mem_error at the DMA's PC (RTL only: the
-// interpreter's memory has no faults).
-TEST(Chip, MemoryErrorStopsTheChip) {
+// The program with `beat` failing stops with mem_error at `pc` (RTL only).
+void expect_memory_error(uint64_t beat, const std::string& text, uint32_t pc) {
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
   tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
-  rtl.fail_beat(5);
-  rtl.load(assemble("dma.ld 0, 0, 4, 1, 1\ndma.ld 8, 2, 4, 1, 1 signal=1\nfence vec wait=1\nhalt\n").code);
+  rtl.fail_beat(beat);
+  rtl.load(assemble(text).code);
   const auto r = rtl.run(100'000);
   ASSERT_TRUE(r.done);
   EXPECT_EQ(tp::isa::err_name(static_cast<Err>(r.err)), "mem_error");
-  EXPECT_EQ(r.pc, 1u);
+  EXPECT_EQ(r.pc, pc) << text;
+}
+
+// A memory error on a DMA read stops the chip with mem_error at the DMA's PC (RTL only: the
+// interpreter's memory has no faults).
+TEST(Chip, MemoryErrorStopsTheChip) {
+  expect_memory_error(5, "dma.ld 0, 0, 4, 1, 1\ndma.ld 8, 2, 4, 1, 1 signal=1\nfence vec wait=1\nhalt\n", 1);
 }
 
 // An error in a store's acknowledgement stops the chip with mem_error at the store's PC (RTL, the
@@ -731,14 +736,9 @@ TEST(Chip, MemoryErrorStopsTheChip) {
 // repairs, so there is no write error to give).
 TEST(Chip, MemoryErrorOnAStoreStopsTheChip) {
   if (tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm) GTEST_SKIP() << "HBM acknowledges writes when it queues them";
-  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
-  tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
-  rtl.fail_beat(6);
-  rtl.load(assemble("dma.ld 0, 0, 4, 1, 1 signal=1\ndma.st 0, 20, 4, 1, 1\ndma.st 0, 4, 4, 1, 1 wait=1\nhalt\n").code);
-  const auto r = rtl.run(100'000);
-  ASSERT_TRUE(r.done);
-  EXPECT_EQ(tp::isa::err_name(static_cast<Err>(r.err)), "mem_error");
-  EXPECT_EQ(r.pc, 2u) << "the store that wrote beat 6";
+  // pc 2: the store that writes beat 6
+  expect_memory_error(6, "dma.ld 0, 0, 4, 1, 1 signal=1\ndma.st 0, 20, 4, 1, 1\ndma.st 0, 4, 4, 1, 1 wait=1\nhalt\n",
+                      2);
 }
 
 // The host's beat access through the chip's memory port agrees with the backdoor both ways, and

@@ -114,13 +114,16 @@ TEST(Trace, GoldenSpansAreTruncatedAtTheNextStartAndWaitForTheirToken) {
 TEST(Trace, SendsGoWhereTheInstructionSays) {
   const tp::Preset p = tp::load_preset("tiny");
   const auto prog = tp::isa::assemble(
-      "ici.send 0, 0, 1, 1, 0\nici.send 0, 0, 1, -1, 1\nici.send 0, 0, 1, 2, 1, abs=1\nhalt\n", "sends.s", p);
-  ChipTrace t("chip", {{3, 1}, {2, 0}, 3, 2});  // chip (3, 1) of the slice [2, 5) x [0, 2)
+      "ici.send 0, 0, 1, 1, 0\nici.send 0, 0, 1, -1, 1\nici.send 0, 0, 1, 2, 1, abs=1\nhalt\n"
+      "ici.send 0, 0, 1, 3, 0, abs=1\n",
+      "sends.s", p);
+  ChipTrace t("chip", {8, 4, 3, 1, 2, 0, 3, 2});  // chip (3, 1) of the slice [2, 5) x [0, 2) of an 8x4 torus
   t.start(prog.code);
   t.send_at(0, 0);
   t.send_at(1, 1);
   t.send_at(2, 2);
   t.send_at(3, 3);  // halt: not a send
+  t.send_at(4, 4);  // outside the slice: stops with ici_slice, sends nothing
   ASSERT_EQ(t.sends().size(), 3u);
   EXPECT_EQ(t.sends()[0].dst, (tp::trace::XY{4, 1}));
   EXPECT_EQ(t.sends()[1].dst, (tp::trace::XY{2, 0}));  // y wraps round the slice
@@ -128,7 +131,7 @@ TEST(Trace, SendsGoWhereTheInstructionSays) {
 }
 
 TEST(Trace, FlowsPairTheKthSendWithTheKthArrival) {
-  ChipTrace a("a", {{0, 0}, {0, 0}, 2, 1}), b("b", {{1, 0}, {0, 0}, 2, 1});
+  ChipTrace a("a", {2, 1, 0, 0, 0, 0, 2, 1}), b("b", {2, 1, 1, 0, 0, 0, 2, 1});
   a.start({});
   b.start({});
   a.send(1, 0, {1, 0});

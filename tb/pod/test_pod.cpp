@@ -160,7 +160,7 @@ TEST(Pod, TraceAllReduce2x2) {
     std::vector<const tp::trace::ChipTrace*> chips;
     uint64_t sends = 0, arrivals = 0;
     for (const auto& t : s->timelines()) {
-      const auto& me = t.place().self;
+      const auto me = t.self();
       tp::tb::expect_trace_matches_counters(t, s->counters(me.x, me.y),
                                             fmt::format("{} pod, {}", s->backend_name(), t.name()));
       sends += t.sends().size();
