@@ -22,6 +22,7 @@
 #include "collectives.h"
 #include "compiler.h"
 #include "driver.h"
+#include "energy.h"
 #include "interrupt.h"
 #include "isa.h"
 #include "layer_file.h"
@@ -340,9 +341,11 @@ void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
              us > 0 && macs > 0 ? fmt::format(", {:.3g} TFLOP/s on the MXU", 2 * macs / us / 1e6) : std::string());
   fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
   fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
+  const auto model = tp::energy::EnergyModel::for_preset(chip.preset());
+  fmt::print("  energy:      {}\n", tp::energy::summary(model, tp::energy::estimate(model, run.counters)));
 }
 
-json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
+json run_json(const tp::driver::MatmulRun& run, const std::string& backend, const tp::Preset& preset) {
   json r;
   r["backend"] = backend;
   r["what"] = run.what;
@@ -362,6 +365,7 @@ json run_json(const tp::driver::MatmulRun& run, const std::string& backend) {
   r["bytes_loaded"] = run.bytes_loaded;
   r["bytes_stored"] = run.bytes_stored;
   r["counters"] = run.counters;
+  r["energy"] = tp::energy::energy_json(preset, run.counters);
   return r;
 }
 
@@ -435,14 +439,19 @@ int cmd_run(const RunOptions& o) {
             d.err == tp::isa::Err::none ? tp::isa::disassemble(d.instr) : std::string("(a word that does not decode)"));
       }
       for (const auto& [name, value] : counters) fmt::print("  {:<16} {}\n", name, value);
+      const auto model = tp::energy::EnergyModel::for_preset(chip->preset());
+      const auto energy = tp::energy::estimate(model, counters);
+      fmt::print("  energy:      {}\n", tp::energy::summary(model, energy));
       obs.print_profiles(obs.chips.size() - (o.obs.on() ? 1 : 0));
       for (const auto& spec : o.hbm_out) hbm_out(*chip, spec);
       if (backends.size() == 2) memories.push_back(chip->read(0, chip->preset().chip.hbm_beats));
       statuses.push_back(status);
       all_ok &= status.ok();
       report["preset"] = json::parse(tp::preset_json(chip->preset()));
-      report["runs"].push_back(
-          {{"backend", chip->backend_name()}, {"status", status_json(status)}, {"counters", counters}});
+      report["runs"].push_back({{"backend", chip->backend_name()},
+                                {"status", status_json(status)},
+                                {"counters", counters},
+                                {"energy", tp::energy::to_json(model, energy)}});
     }
     report["program"] = o.program;
     if (backends.size() == 2) {
@@ -496,7 +505,7 @@ int cmd_run(const RunOptions& o) {
     ok = ok && run.pass;
     if (!o.report.empty()) {
       report["preset"] = json::parse(tp::preset_json(chip->preset()));
-      report["runs"].push_back(run_json(run, chip->backend_name()));
+      report["runs"].push_back(run_json(run, chip->backend_name(), chip->preset()));
     }
     runs.push_back(std::move(run));
   }
@@ -583,13 +592,27 @@ void print_pod_chip(tp::driver::Slice& s, const tp::driver::ChipOutcome& c, bool
 }
 
 json pod_chip_json(tp::driver::Slice& s, const tp::driver::ChipOutcome& c) {
+  const auto counters = s.counters(c.x, c.y);
   return {{"x", c.x},
           {"y", c.y},
           {"status", status_json(c.status)},
           {"waiting", c.waiting},
           {"wait_pc", c.wait_pc},
           {"wait_sem", c.wait_sem},
-          {"counters", s.counters(c.x, c.y)}};
+          {"counters", counters},
+          {"energy", tp::energy::energy_json(s.preset(), counters)}};
+}
+
+// The energy of a pod's run (docs/energy.md): the terms of every chip that ran, summed; TOPS and
+// watts over the pod's cycles. (An idle chip's router forwards flits too; its counters are not
+// read.)
+tp::energy::Estimate pod_energy(tp::driver::Slice& s, const tp::driver::SliceStatus& st,
+                                const tp::energy::EnergyModel& model, bool rtl) {
+  tp::energy::Estimate total;
+  for (const auto& c : st.chips) total += tp::energy::estimate(model, s.counters(c.x, c.y));
+  total.cycles = st.cycles;
+  total.cycles_estimated = !rtl;
+  return total;
 }
 
 struct PodRunResult {
@@ -692,6 +715,9 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   fmt::print("  pod:         {} in {} cycles{}; wall {:.3f} s, {:.0f} simulated chip-cycles/s\n",
              r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.status.wall_seconds, rate);
   if (!r.status.report.empty()) fmt::print("{}", r.status.report);
+  const auto model = tp::energy::EnergyModel::for_preset(pod.preset);
+  const auto energy = pod_energy(*s, r.status, model, rtl);
+  fmt::print("  energy:      {}\n", tp::energy::summary(model, energy));
   json chips = json::array();
   for (const auto& c : r.status.chips) chips.push_back(pod_chip_json(*s, c));
   r.report = {{"backend", tp::driver::backend_label(be)},
@@ -704,6 +730,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
               {"wall_seconds", r.status.wall_seconds},
               {"chip_cycles_per_s", rate},
               {"report", r.status.report},
+              {"energy", tp::energy::to_json(model, energy)},
               {"chips", chips}};
   return r;
 }
@@ -894,6 +921,9 @@ int cmd_run_sharded(const RunOptions& o) {
                                    exact_order ? ": the order of additions is the same, so this is a FAIL"
                                                : ", as the contraction split sums in another order",
                                    r.one_chip_max_rel));
+    const auto model = tp::energy::EnergyModel::for_preset(pod.preset);
+    const auto energy = pod_energy(*s, r.status, model, rtl);
+    fmt::print("  energy:      {}\n", tp::energy::summary(model, energy));
     const bool pass = r.pass && (!exact_order || r.one_chip_differences == 0);
     ok &= pass;
     outputs.push_back(r.output);
@@ -906,7 +936,8 @@ int cmd_run_sharded(const RunOptions& o) {
                               {"one_chip_max_rel", r.one_chip_max_rel},
                               {"instructions", r.instructions},
                               {"collectives", r.collectives},
-                              {"wall_seconds", r.status.wall_seconds}});
+                              {"wall_seconds", r.status.wall_seconds},
+                              {"energy", tp::energy::to_json(model, energy)}});
   }
   if (outputs.size() == 2) {
     const bool same = ok && outputs[0] == outputs[1];

@@ -18,6 +18,7 @@
 
 #include "compiler.h"
 #include "driver.h"
+#include "energy.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod chip benchmark: compiled matmuls on the Verilated chip against the roofline"};
@@ -87,6 +88,10 @@ int main(int argc, char** argv) {
                             {"form", tp::compiler::form_name(run.form)},
                             {"sim_cycles_per_s", double(run.cycles) / secs},
                             {"counters", run.counters}};
+        // The energy estimate from the run's counters (docs/energy.md).
+        const auto model = tp::energy::EnergyModel::for_preset(p);
+        const auto energy = tp::energy::estimate(model, run.counters);
+        e["energy"] = nlohmann::json(tp::energy::to_json(model, energy));
         // The same matmul unrolled, where that fits the instruction memory: the loops' cost.
         auto unrolled_spec = spec;
         unrolled_spec.form = tp::compiler::Form::unrolled;
@@ -129,6 +134,7 @@ int main(int argc, char** argv) {
             "{:.2f} M cycles/s{}\n",
             name, p.chip.memory, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
             roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
+        fmt::print("chip {:<6} {:>5}^3 energy: {}\n", name, s, tp::energy::summary(model, energy));
       }
     }
     // The loop nests too large to unroll (issue "Loops"): at most 300 instructions each.
@@ -148,7 +154,8 @@ int main(int argc, char** argv) {
                                  {"instructions", run.instructions},
                                  {"cycles", run.cycles},
                                  {"mxu_utilization", run.mxu_utilization},
-                                 {"wall_seconds", run.run_seconds}});
+                                 {"wall_seconds", run.run_seconds},
+                                 {"energy", nlohmann::json(tp::energy::energy_json(chip->preset(), run.counters))}});
       fmt::print("chip {:<6} {:>5}^3 loops: {} instructions, {} cycles, MXU {:.1f}%, {}\n", name, size,
                  run.instructions, run.cycles, 100.0 * run.mxu_utilization, run.pass ? "bit-exact" : "MISMATCH");
     }

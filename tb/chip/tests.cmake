@@ -29,7 +29,7 @@ endforeach()
 set(TP_CHIP_BENCH_PRESETS tiny small CACHE STRING "Presets of the chip benchmark (a subset of TP_TEST_PRESETS)")
 add_executable(chip_bench chip/chip_bench.cpp)
 target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
-target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI11 nlohmann_json::nlohmann_json)
+target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver tp_energy CLI11::CLI11 nlohmann_json::nlohmann_json)
 
 # The pod tests: RTL pods of tiny chips against the golden pod, one pod per process (SystemC).
 add_executable(test_pod pod/test_pod.cpp)
@@ -44,8 +44,8 @@ list(APPEND TP_TEST_TARGETS test_pod)
 add_executable(pod_bench pod/pod_bench.cpp)
 target_include_directories(pod_bench PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/pod)
 target_compile_options(pod_bench PRIVATE ${TP_WARNINGS})
-target_link_libraries(pod_bench PRIVATE tp_rtl_slice_tiny tp_rtl_slice_small tp_sc_main tp_driver CLI11::CLI11
-                      nlohmann_json::nlohmann_json)
+target_link_libraries(pod_bench PRIVATE tp_rtl_slice_tiny tp_rtl_slice_small tp_sc_main tp_driver tp_energy
+                      CLI11::CLI11 nlohmann_json::nlohmann_json)
 set(TP_POD_REPORT ${PROJECT_BINARY_DIR}/reports/pod.json)
 set(_pod_cmds "")
 foreach(hops 1 2 3 4)

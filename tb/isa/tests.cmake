@@ -37,6 +37,14 @@ target_link_libraries(test_train PRIVATE tp_driver tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_train PROPERTIES LABELS compiler)
 list(APPEND TP_TEST_TARGETS test_train)
 
+# The energy estimate (sw/energy, docs/energy.md): a hand-computed case, and its terms against the
+# counters of compiled matmuls on the golden backend.
+add_executable(test_energy ${CMAKE_CURRENT_SOURCE_DIR}/golden/test_energy.cpp)
+target_compile_options(test_energy PRIVATE ${TP_WARNINGS})
+target_link_libraries(test_energy PRIVATE tp_energy tp_driver tp_tb_util GTest::gtest_main)
+gtest_discover_tests(test_energy PROPERTIES LABELS "golden;energy")
+list(APPEND TP_TEST_TARGETS test_energy)
+
 # The tensorpod tool's answers to bad input (exit 2 with a clear message, at once).
 add_test(NAME cli.BadInputs COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_cli.py $<TARGET_FILE:tensorpod>)
 set_tests_properties(cli.BadInputs PROPERTIES LABELS cli TIMEOUT 600)

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives.h"
+#include "energy.h"
 #include "pod_programs.h"
 #include "slice.h"
 #include "trace.h"
@@ -67,6 +68,18 @@ std::unique_ptr<Slice, Collect> open(const PodSpec& p, const SliceShape& shape, 
   std::unique_ptr<Slice, Collect> s(Slice::open(p, shape, be).release());
   s->set_tracing(!g_trace.empty());
   return s;
+}
+
+// The energy of the pod's run (docs/energy.md): the terms of every chip that ran, summed; TOPS and
+// watts over the pod's cycles.
+json pod_energy(Slice& s, const SliceStatus& st, Backend be) {
+  const auto model = tp::energy::EnergyModel::for_preset(s.preset());
+  tp::energy::Estimate total;
+  for (const auto& c : st.chips) total += tp::energy::estimate(model, s.counters(c.x, c.y));
+  total.cycles = st.cycles;
+  total.cycles_estimated = be == Backend::golden;
+  fmt::print("  energy: {}\n", tp::energy::summary(model, total));
+  return tp::energy::to_json(model, total);
 }
 
 json resolved(const PodSpec& p) {
@@ -129,6 +142,7 @@ int main(int argc, char** argv) {
            {"hops", hops},         {"bytes", bytes}, {"cycles", cycles}, {"fraction_of_link_peak", frac},
            {"config", resolved(p)}};
       fmt::print("transfer {} B over {} hop(s): {} cycles, {:.3f} of one link's peak\n", bytes, hops, cycles, frac);
+      e["energy"] = pod_energy(*s, st, Backend::rtl);
     } else if (scenario == "exchange") {
       const PodSpec p = make_pod(preset, 4, 4);
       const uint64_t rows = bytes / (4ull * p.preset.mxu.n);
@@ -159,6 +173,7 @@ int main(int argc, char** argv) {
            {"config", resolved(p)}};
       fmt::print("exchange {} B to each of 4 neighbours on 4x4: {} cycles, links busy {:.3f}, {:.3f} of peak\n", bytes,
                  cycles, busy, frac);
+      e["energy"] = pod_energy(*s, st, Backend::rtl);
     } else if (scenario == "speed") {
       const PodSpec p = make_pod(preset, kx, ky);
       const Backend be = parse_backend(backend);
@@ -178,6 +193,7 @@ int main(int argc, char** argv) {
            {"config", resolved(p)}};
       fmt::print("speed {} pod ({}): {} cycles in {:.3f} s, {:.0f} chip-cycles/s, pod overhead {:.1f}%\n", p.name,
                  backend, st.cycles, st.wall_seconds, rate, 100 * overhead);
+      e["energy"] = pod_energy(*s, st, be);
     } else if (scenario == "collective") {
       // A ring collective (docs/collectives.md) on a kx x ky pod, checked bit-exact. The bound
       // (docs/collectives.md "The bound"): the torus slice's bandwidth, every chip sending on
@@ -229,6 +245,7 @@ int main(int argc, char** argv) {
       fmt::print("{} {} {} on {} ({}): {} B per chip, {} cycles, algbw {:.2f} busbw {:.2f} B/cycle, {:.3f} of bound\n",
                  collective, coll_rows, "rows", p.name, backend, r.bytes, r.status.cycles, algbw, busbw,
                  bound / cycles);
+      e["energy"] = pod_energy(*s, r.status, be);
     } else if (scenario == "train" || scenario == "train_baseline") {
       // Training data parallel (docs/compiler.md "Training"), checked bit-exact every step. The
       // baseline is the same programs without the all-reduce, in a process of its own (one RTL pod
@@ -280,6 +297,7 @@ int main(int argc, char** argv) {
       fmt::print("train {} ({}): loss {:.4f} -> {:.4f}, {:.1f} cycles per step, {} instructions, {:.2f} s\n", p.name,
                  backend, r.result.loss.front(), r.result.loss.back(), r.cycles_per_step, r.instructions,
                  r.status.wall_seconds);
+      e["energy"] = pod_energy(*s, r.status, be);
     } else {
       throw DriverError(
           fmt::format("--scenario {}: transfer, exchange, speed, collective, train or train_baseline", scenario));

@@ -76,9 +76,9 @@ def main():
         good = [
             (["--version"], "ISA version"),
             (["presets"], "tiny"),
-            (["run", "p.tpb", "--backend", "both"], "HBM bit-exact"),
+            (["run", "p.tpb", "--backend", "both", "--report", "p.json"], "HBM bit-exact"),
             (["run", "--matmul", "20x9x17", "--bias", "--backend", "both", "--config", "tiny", "--trace", "t.json",
-              "--profile"], "op profile: rtl chip (0, 0)"),
+              "--profile", "--report", "r.json"], "op profile: rtl chip (0, 0)"),
         ]
         for args, needle in good:
             code, out = run(args, d)
@@ -94,6 +94,28 @@ def main():
                 failures.append(f"--trace t.json: processes {names}, {len(events)} events")
         except (OSError, KeyError, ValueError) as e:
             failures.append(f"--trace t.json: not a trace ({e})")
+        # The reports of the last two good cases: every run has its energy estimate (docs/energy.md),
+        # the total the sum of its terms; the RTL's has every unit, the golden one lists what it lacks.
+        try:
+            import json
+            for name in ("p.json", "r.json"):
+                with open(os.path.join(d, name)) as f:
+                    runs = json.load(f)["runs"]
+                for r in runs:
+                    e = r["energy"]
+                    terms = e["terms"]
+                    units = {"mxu", "accumulator", "vmem", "vpu", "hbm", "ici", "frontend"}
+                    want = units if r["backend"] == "rtl" else units - {"ici"}
+                    if (set(terms) != want or abs(sum(terms.values()) - e["total_pj"]) > 1e-9 * e["total_pj"]
+                            or e["total_pj"] <= 0 or e["node_nm"] != 16 or set(e["actions"]) != want
+                            or set(e["pj_per_action"]) != units
+                            or (name == "r.json" and e["tops_per_watt"] <= 0)
+                            or (r["backend"] == "golden") != ("ici" in e["missing"])):
+                        failures.append(f"--report {name}: {r['backend']} run's energy {e}")
+            if len(runs) != 2:
+                failures.append(f"--report r.json: {len(runs)} runs (want 2)")
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            failures.append(f"--report: no energy in the report ({e})")
         # Ctrl-C: an endless program on the RTL chip stops at once with exit 130 and a report that
         # says it was interrupted.
         with open(os.path.join(d, "spin.s"), "w") as f:
@@ -102,23 +124,31 @@ def main():
         interrupt_ok = False
         if code == 0:
             import json
+            import select
             import signal
             import time
             # TENSORPOD_PROGRESS=1: the progress line although stderr is not a terminal here.
             p = subprocess.Popen([TOOL, "run", "spin.tpb", "--backend", "rtl", "--timeout", "4000000000",
                                   "--report", "spin.json"], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, env=dict(os.environ, TENSORPOD_PROGRESS="1"))
-            time.sleep(2)
+            # Interrupt once the progress line is there (a loaded machine may take longer than
+            # the line's first second to start the run): no fixed sleep.
+            seen, deadline = "", time.monotonic() + LIMIT
+            while "cycles/s" not in seen and time.monotonic() < deadline and p.poll() is None:
+                ready, _, _ = select.select([p.stdout], [], [], 0.5)
+                if ready:
+                    seen += os.read(p.stdout.fileno(), 4096).decode(errors="replace")
             p.send_signal(signal.SIGINT)
             try:
                 out, _ = p.communicate(timeout=LIMIT)
+                out = seen + out
                 with open(os.path.join(d, "spin.json")) as f:
                     status = json.load(f)["runs"][0]["status"]
                 interrupt_ok = p.returncode == 130 and status["interrupted"] and "interrupted" in out
                 if not interrupt_ok:
                     failures.append(f"Ctrl-C: exit {p.returncode} (want 130), status {status}, output {out[-200:]!r}")
                 if "rtl chip: " not in out or "cycles/s" not in out:
-                    failures.append(f"progress: no progress line in a 2 s run, output {out[-200:]!r}")
+                    failures.append(f"progress: no progress line within {LIMIT} s, output {out[-200:]!r}")
             except subprocess.TimeoutExpired:
                 p.kill()
                 failures.append(f"Ctrl-C: the run did not stop within {LIMIT} s")
@@ -128,7 +158,7 @@ def main():
             failures.append(f"setup: asm spin.s failed ({code}): {out}")
     for f in failures:
         print("FAIL:", f)
-    total = len(bad) + len(good) + 3  # + the trace file, Ctrl-C and the progress line
+    total = len(bad) + len(good) + 4  # + the trace file, the reports' energy, Ctrl-C and the progress line
     print(f"{total - len(failures)} of {total} cases as expected")
     return 1 if failures else 0
 
