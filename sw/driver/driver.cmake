@@ -7,7 +7,7 @@ add_library(tp_driver ${CMAKE_CURRENT_LIST_DIR}/driver.cpp ${CMAKE_CURRENT_LIST_
                       ${CMAKE_CURRENT_LIST_DIR}/train.cpp)
 target_include_directories(tp_driver PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_compile_options(tp_driver PRIVATE ${TP_WARNINGS})
-target_link_libraries(tp_driver PUBLIC tp_chip_model tp_compiler tp_isa tp_config tp_golden fmt::fmt)
+target_link_libraries(tp_driver PUBLIC tp_chip_model tp_compiler tp_isa tp_config tp_golden tp_energy fmt::fmt)
 target_link_libraries(tp_driver PRIVATE xtensor nlohmann_json::nlohmann_json)
 
 # tp_add_tensorpod(<target> [<libraries>...]): the tensorpod tool, linked with extra libraries

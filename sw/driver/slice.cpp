@@ -282,4 +282,17 @@ void claim_systemc_kernel() {
         "process, e.g. ctest or --gtest_filter)");
 }
 
+energy::Estimate slice_energy(Slice& s, const SliceStatus& st, const energy::EnergyModel& model, bool rtl) {
+  energy::Estimate total;
+  for (const auto& c : st.chips) total += energy::estimate(model, s.counters(c.x, c.y));
+  const auto& sh = s.shape();
+  for (unsigned y = sh.y0; rtl && y < sh.y0 + sh.h; ++y)
+    for (unsigned x = sh.x0; x < sh.x0 + sh.w; ++x)
+      if (std::none_of(st.chips.begin(), st.chips.end(), [&](const ChipOutcome& c) { return c.x == x && c.y == y; }))
+        total += energy::estimate(model, s.counters(x, y));
+  total.cycles = st.cycles;
+  total.cycles_estimated = !rtl;
+  return total;
+}
+
 }  // namespace tp::driver

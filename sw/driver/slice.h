@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "energy.h"
 #include "isa.h"
 
 namespace tp::driver {
@@ -170,5 +171,10 @@ std::string describe_outcomes(const SliceStatus&);
 
 // SystemC's kernel is global: the first call in a process returns, a second throws DriverError.
 void claim_systemc_kernel();
+
+// The energy of a slice's last run (docs/energy.md): the estimates of every chip that ran, summed,
+// and on the RTL those of the slice's other chips too (their routers forward flits); TOPS and
+// watts over the pod's cycles (a golden run's: estimated).
+energy::Estimate slice_energy(Slice&, const SliceStatus&, const energy::EnergyModel&, bool rtl);
 
 }  // namespace tp::driver

@@ -294,6 +294,10 @@ class RtlSlice final : public tp::driver::Slice {
       }
       st.chips.push_back(o);
     }
+    // A chip without a program still forwards flits through its router: its counters too (the
+    // links' flits are its only non-zero ones), for the pod's energy (docs/energy.md).
+    for (unsigned i = 0; i < top_->chips.size(); ++i)
+      if (!programs_[i]) counters_[i] = top_->chips[i]->counters();
     // One time base for the pod: 0 is the first chip's first counted cycle.
     uint64_t base = UINT64_MAX;
     for (auto& [i, t] : traced) {

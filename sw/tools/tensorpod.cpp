@@ -603,18 +603,6 @@ json pod_chip_json(tp::driver::Slice& s, const tp::driver::ChipOutcome& c) {
           {"energy", tp::energy::energy_json(s.preset(), counters)}};
 }
 
-// The energy of a pod's run (docs/energy.md): the terms of every chip that ran, summed; TOPS and
-// watts over the pod's cycles. (An idle chip's router forwards flits too; its counters are not
-// read.)
-tp::energy::Estimate pod_energy(tp::driver::Slice& s, const tp::driver::SliceStatus& st,
-                                const tp::energy::EnergyModel& model, bool rtl) {
-  tp::energy::Estimate total;
-  for (const auto& c : st.chips) total += tp::energy::estimate(model, s.counters(c.x, c.y));
-  total.cycles = st.cycles;
-  total.cycles_estimated = !rtl;
-  return total;
-}
-
 struct PodRunResult {
   tp::driver::SliceStatus status;
   bool pass = false;
@@ -716,7 +704,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
              r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.status.wall_seconds, rate);
   if (!r.status.report.empty()) fmt::print("{}", r.status.report);
   const auto model = tp::energy::EnergyModel::for_preset(pod.preset);
-  const auto energy = pod_energy(*s, r.status, model, rtl);
+  const auto energy = tp::driver::slice_energy(*s, r.status, model, rtl);
   fmt::print("  energy:      {}\n", tp::energy::summary(model, energy));
   json chips = json::array();
   for (const auto& c : r.status.chips) chips.push_back(pod_chip_json(*s, c));
@@ -922,7 +910,7 @@ int cmd_run_sharded(const RunOptions& o) {
                                                : ", as the contraction split sums in another order",
                                    r.one_chip_max_rel));
     const auto model = tp::energy::EnergyModel::for_preset(pod.preset);
-    const auto energy = pod_energy(*s, r.status, model, rtl);
+    const auto energy = tp::driver::slice_energy(*s, r.status, model, rtl);
     fmt::print("  energy:      {}\n", tp::energy::summary(model, energy));
     const bool pass = r.pass && (!exact_order || r.one_chip_differences == 0);
     ok &= pass;

@@ -70,14 +70,10 @@ std::unique_ptr<Slice, Collect> open(const PodSpec& p, const SliceShape& shape, 
   return s;
 }
 
-// The energy of the pod's run (docs/energy.md): the terms of every chip that ran, summed; TOPS and
-// watts over the pod's cycles.
+// The energy of the pod's run (docs/energy.md, tp::driver::slice_energy).
 json pod_energy(Slice& s, const SliceStatus& st, Backend be) {
   const auto model = tp::energy::EnergyModel::for_preset(s.preset());
-  tp::energy::Estimate total;
-  for (const auto& c : st.chips) total += tp::energy::estimate(model, s.counters(c.x, c.y));
-  total.cycles = st.cycles;
-  total.cycles_estimated = be == Backend::golden;
+  const auto total = tp::driver::slice_energy(s, st, model, be == Backend::rtl);
   fmt::print("  energy: {}\n", tp::energy::summary(model, total));
   return tp::energy::to_json(model, total);
 }
