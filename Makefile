@@ -22,6 +22,10 @@
 #   make coverage                                       line and toggle coverage of the RTL tests
 #                                                       (build-cov/): build/coverage/,
 #                                                       build/reports/coverage.json
+#   make area  [AREA_PRESETS=tiny,odd,small,v2] [AREA_BLOCKS=mxu_acc,core]
+#                                                       yosys synthesis of every RTL block: cells,
+#                                                       NAND2 equivalents, SRAM bits, mm^2 at 16 nm,
+#                                                       the fits to v2; build/reports/area.json
 #   make fuzz  [FUZZ_SECONDS=60] [FUZZ_TARGETS="asm tpb"]
 #                                                       the front ends' libFuzzer targets (clang, ASan,
 #                                                       UBSan) in build-fuzz/, each for FUZZ_SECONDS
@@ -54,7 +58,7 @@ FUZZ_TARGETS ?= asm tpb preset trace layers
 COV_BUILD  ?= build-cov
 COV_LABELS ?= fp|ecc|vpu|mxu|ici|hbm|chip|pod
 
-.PHONY: all deps configure sim sim-chip test wave lint bench plots soak coverage fuzz format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench plots soak coverage area fuzz format clean
 all: test
 
 deps:
@@ -121,6 +125,14 @@ coverage: deps
 	@mkdir -p $(BUILD)/reports
 	@python3 scripts/coverage.py --dat $(COV_BUILD)/coverage/dat --annotate $(BUILD)/coverage \
 	  --out $(BUILD)/reports/coverage.json
+
+# Area (docs/area.md): yosys synthesis of every block at the test presets (the n^2 blocks at a
+# sweep of small n, fitted), no build needed; about 40 minutes on 2 cores (one yosys at a time).
+AREA_PRESETS ?= tiny,odd,small,v2
+AREA_BLOCKS  ?=
+area: deps
+	@python3 scripts/area.py --presets $(AREA_PRESETS) $(if $(AREA_BLOCKS),--blocks $(AREA_BLOCKS),) \
+	  --work $(BUILD)/area --out $(BUILD)/reports/area.json
 
 # Needs only python3 and python3-matplotlib (no build): plots whatever reports $(BUILD)/reports has.
 PLOTS = python3 scripts/plots.py --reports $(BUILD)/reports --out $(BUILD)/reports/plots --ici-svg $(BUILD)/reports/ici.svg

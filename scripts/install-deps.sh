@@ -13,6 +13,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libxtensor-dev  # C++ libraries (xtensor: .npy files)
   python3                            # the ISA generator (configure) and the benchmark plots
   python3-matplotlib                 # the benchmark plots (make plots, make bench, a test)
+  yosys                              # synthesis for the area figures (make area, a test)
   "$@"
 )
 
