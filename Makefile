@@ -127,7 +127,7 @@ coverage: deps
 	  --out $(BUILD)/reports/coverage.json
 
 # Area (docs/area.md): yosys synthesis of every block at the test presets (the n^2 blocks at a
-# sweep of small n, fitted), no build needed; about 40 minutes on 2 cores (one yosys at a time).
+# sweep of small n, fitted), no build needed; about two hours of yosys time (one yosys at a time).
 AREA_PRESETS ?= tiny,odd,small,v2
 AREA_BLOCKS  ?=
 area: deps

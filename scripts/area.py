@@ -490,6 +490,10 @@ def main():
             if (r["block"], r["preset"]) in done:
                 continue
             cells, nand2, err = nand2_of(r["cell_types"])
+            kept = {m["name"] for m in r.get("memories", [])}
+            stale = sorted(kept ^ set(SRAM_ARRAYS.get(r["block"], [])))
+            if stale:
+                err = f"its SRAM arrays differ from SRAM_ARRAYS in {', '.join(stale)}: synthesise it again"
             if err:
                 failures.append({**r, "error": err})
                 continue
@@ -597,6 +601,7 @@ def plot(a, report):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
     except ImportError:
         print("area: no matplotlib, no plot (scripts/install-deps.sh python3-matplotlib)")
         return
@@ -609,10 +614,12 @@ def plot(a, report):
     blocks = sorted({e["block"] for e in entries})
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     width = 0.8 / max(1, len(presets))
+    handles = []
     for i, p in enumerate(presets):
         ys = [next((e["nand2_equivalent"] for e in entries if e["block"] == b and e["preset"] == p), 0) for b in blocks]
         extra = [any(e["block"] == b and e["preset"] == p for e in report["extrapolated"]) for b in blocks]
-        bars = axes[0].bar([k + i * width for k in range(len(blocks))], ys, width, label=p)
+        bars = axes[0].bar([k + i * width for k in range(len(blocks))], ys, width)
+        handles.append(Patch(facecolor=bars[0].get_facecolor(), label=p))  # unhatched, whatever bar 0 is
         for bar, x in zip(bars, extra):
             if x:
                 bar.set_hatch("//")
@@ -620,7 +627,7 @@ def plot(a, report):
     axes[0].set_xticks([k + width * (len(presets) - 1) / 2 for k in range(len(blocks))])
     axes[0].set_xticklabels(blocks, rotation=45, ha="right")
     axes[0].set_ylabel("NAND2 equivalents (hatched: from the fit)")
-    axes[0].legend()
+    axes[0].legend(handles=handles)
     axes[0].set_title("Logic per block and preset (yosys, generic cells)")
     for b, f in report["fits"].items():
         pts = f["points"]
@@ -628,7 +635,8 @@ def plot(a, report):
     axes[1].set_xlabel("scaling variable (n, lanes, ...)")
     axes[1].set_ylabel("NAND2 equivalents")
     axes[1].set_title("Measured points of each fit")
-    axes[1].legend(fontsize=7)
+    if report["fits"]:
+        axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"area: wrote {out}")
