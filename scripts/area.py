@@ -453,9 +453,7 @@ def main():
         bad = 0
         for b in blocks:
             top, params, _, _, _ = BLOCKS[b]
-            q = json.loads(json.dumps(presets["tiny"]))
-            if b in SWEEP:
-                q["mxu"]["n"] = min(SWEEP[b])
+            q = with_n(presets[SWEEP_BASE], min(SWEEP[b])) if b in SWEEP else presets[SWEEP_BASE]
             err = read_check(b, top, params(q), closure(top, mods, deps), pkgs, a.work, a.timeout)
             print(f"area: {b} ({top}): {'reads' if not err else 'FAILED: ' + err}")
             bad += bool(err)
