@@ -26,6 +26,10 @@
 #                                                       yosys synthesis of every RTL block: cells,
 #                                                       NAND2 equivalents, SRAM bits, mm^2 at 16 nm,
 #                                                       the fits to v2; build/reports/area.json
+#   make formal [FORMAL_PROOFS=fifo_d3,link] [FORMAL_DEPTH_SCALE=1]
+#                                                       proofs of the primitives (yosys-smtbmc, z3,
+#                                                       ABC): FIFO, arbiter, link layer; a violation
+#                                                       as an FST trace; build/reports/formal.json
 #   make fuzz  [FUZZ_SECONDS=60] [FUZZ_TARGETS="asm tpb"]
 #                                                       the front ends' libFuzzer targets (clang, ASan,
 #                                                       UBSan) in build-fuzz/, each for FUZZ_SECONDS
@@ -58,7 +62,7 @@ FUZZ_TARGETS ?= asm tpb preset trace layers
 COV_BUILD  ?= build-cov
 COV_LABELS ?= fp|ecc|vpu|mxu|ici|hbm|chip|pod
 
-.PHONY: all deps configure sim sim-chip test wave lint bench plots soak coverage area fuzz format clean
+.PHONY: all deps configure sim sim-chip test wave lint bench plots soak coverage area formal fuzz format clean
 all: test
 
 deps:
@@ -133,6 +137,15 @@ AREA_BLOCKS  ?=
 area: deps
 	@python3 scripts/area.py --presets $(AREA_PRESETS) $(if $(AREA_BLOCKS),--blocks $(AREA_BLOCKS),) \
 	  --work $(BUILD)/area --out $(BUILD)/reports/area.json
+
+# Formal proofs (docs/verification.md, "Formal proofs"): no build needed; gtkwave for vcd2fst (the
+# counterexamples as FST). The link proof's bounded check takes most of the time (minutes).
+FORMAL_PROOFS      ?=
+FORMAL_DEPTH_SCALE ?= 1
+formal: deps
+	@scripts/install-deps.sh gtkwave
+	@python3 scripts/formal.py $(if $(FORMAL_PROOFS),--proofs $(FORMAL_PROOFS),) --depth-scale $(FORMAL_DEPTH_SCALE) \
+	  --work $(BUILD)/formal --out $(BUILD)/reports/formal.json
 
 # Needs only python3 and python3-matplotlib (no build): plots whatever reports $(BUILD)/reports has.
 PLOTS = python3 scripts/plots.py --reports $(BUILD)/reports --out $(BUILD)/reports/plots --ici-svg $(BUILD)/reports/ici.svg

@@ -257,6 +257,11 @@ function(tp_lint_target)
        ${PROJECT_SOURCE_DIR}/rtl/common/tp_fp_unit.sv --top-module tp_fp_unit)
   list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${PROJECT_SOURCE_DIR}/rtl/common/tp_secded_pkg.sv
        ${PROJECT_SOURCE_DIR}/rtl/common/tp_ecc_unit.sv --top-module tp_ecc_unit)
+  # The primitives' FORMAL blocks (make formal), which only yosys reads otherwise.
+  foreach(prim tp_fifo tp_rr_arb)
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall -DFORMAL ${PROJECT_SOURCE_DIR}/rtl/common/tp_assert_stable.sv
+         ${PROJECT_SOURCE_DIR}/rtl/common/${prim}.sv --top-module ${prim})
+  endforeach()
 
   foreach(preset ${TP_ALL_PRESETS})
     tp_preset_get(n ${preset} mxu n)

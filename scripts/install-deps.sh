@@ -13,7 +13,8 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libxtensor-dev  # C++ libraries (xtensor: .npy files)
   python3                            # the ISA generator (configure) and the benchmark plots
   python3-matplotlib                 # the benchmark plots (make plots, make bench, a test)
-  yosys                              # synthesis for the area figures (make area, a test)
+  yosys z3                           # synthesis for the area figures (make area) and the proofs
+                                     # (make formal: yosys-smtbmc with z3, ABC), each with tests
   "$@"
 )
 

@@ -14,9 +14,13 @@ into what it reads, keeping the bits the same:
   - the unpacked-array ports of the synthesis tops (--top): vectors `<port>__flat`;
   - struct-typed arrays and function variables, and `a[i].field`: vectors and bit selects;
   - named assignment patterns `'{f: v}`: concatenations in the struct's field order;
-  - casts to types (`T'(x)`, `int'(x)`), `$bits(pkg::T)` and `parameter string`.
+  - casts to types (`T'(x)`, `int'(x)`), `$bits(pkg::T)` and `parameter string`;
+  - with --formal (make formal, which reads the simulation checks: `read_verilog -formal` does not
+    define SYNTHESIS): the action blocks of immediate assertions (`assert (c) else $error(...);`)
+    are dropped, and a bare `$error(...);` inside an `ifndef SYNTHESIS` region becomes
+    `assert (1'b0);`, so that each simulation check is a proof obligation.
 Line numbers stay as in rtl/ (yosys' errors point at the right line). Usage:
-  yosys_lower.py [--top MODULE[,MODULE...]] OUT_DIR FILE...
+  yosys_lower.py [--formal] [--top MODULE[,MODULE...]] OUT_DIR FILE...
 writes OUT_DIR/<basename> of every FILE (.vlt files are skipped). Exits non-zero with file:line on
 what it cannot lower.
 """
@@ -714,16 +718,71 @@ def struct_members(path, text, structs):
     return "".join(out)
 
 
+def call_end(path, code, i):
+    """The index after the `)` that closes the `(` at code[i]."""
+    depth = 0
+    for j in range(i, len(code)):
+        if code[j] == "(":
+            depth += 1
+        elif code[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    fail(path, code.count("\n", 0, i) + 1, "unbalanced parentheses")
+
+
+def keep_lines(text):
+    """Blanks of the same length that keep the newlines, so that line numbers do not move."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def lower_checks(path, text):
+    """--formal: simulation checks as plain assertions (see the module comment)."""
+    code = blank_comments(text)
+    out, last = [], 0
+    # assert (c) else $error(...);  ->  assert (c);
+    for m in re.finditer(r"\bassert\s*\(", code):
+        end = call_end(path, code, m.end() - 1)
+        a = re.match(r"\s*else\s*\$(?:error|fatal|warning)\s*\(", code[end:])
+        if not a:
+            continue
+        stop = call_end(path, code, end + a.end() - 1)
+        semi = re.match(r"\s*;", code[stop:])
+        if not semi:
+            fail(path, code.count("\n", 0, stop) + 1, "no ';' after an assertion's action block")
+        out += [text[last:end], keep_lines(text[end:stop])]
+        last = stop
+    out.append(text[last:])
+    text = "".join(out)
+    # $error(...); in an `ifndef SYNTHESIS region -> assert (1'b0);
+    code = blank_comments(text)
+    out, last = [], 0
+    for region in re.finditer(r"`ifndef\s+SYNTHESIS\b(.*?)`(?:else|endif)", code, re.S):
+        for m in re.finditer(r"\$error\s*\(", code[region.start(1):region.end(1)]):
+            i = region.start(1) + m.start()
+            stop = call_end(path, code, region.start(1) + m.end() - 1)
+            repl = "assert (1'b0)"
+            out += [text[last:i], repl + keep_lines(text[i:stop])[len(repl):]]
+            last = stop
+    out.append(text[last:])
+    return "".join(out)
+
+
 def main():
     args = sys.argv[1:]
     tops = []
+    formal = False
+    if args and args[0] == "--formal":
+        formal, args = True, args[1:]
     if len(args) >= 2 and args[0] == "--top":
         tops, args = args[1].split(","), args[2:]
     if len(args) < 2:
-        sys.exit("usage: yosys_lower.py [--top MODULE[,MODULE...]] OUT_DIR FILE...")
+        sys.exit("usage: yosys_lower.py [--formal] [--top MODULE[,MODULE...]] OUT_DIR FILE...")
     out_dir = args[0]
     files = [f for f in args[1:] if not f.endswith(".vlt")]
     texts = {f: open(f, encoding="utf-8").read() for f in files}
+    if formal:
+        texts = {f: lower_checks(f, t) for f, t in texts.items()}
     exports = {}
     for f, t in texts.items():
         for m in re.finditer(r"^\s*package\s+(\w+)\s*;", blank_comments(t), re.M):

@@ -35,4 +35,45 @@ module tp_rr_arb #(
       ptr_q <= (gnt_idx_o == IW'(N - 1)) ? '0 : gnt_idx_o + 1'b1;
     end
   end
+
+`ifdef FORMAL
+  // Proof obligations (make formal, tb/formal/formal_rr_arb.sv), for any input sequence:
+  // - a grant whenever something requests, only to a requester, and within range;
+  // - round robin: the grant is the first request at or after the priority pointer;
+  // - no starvation: a request held since it was first refused sees at most N - 1 grants taken
+  //   by others (f_wait), so it is served within N rounds. f_wait + the request's distance from
+  //   the pointer never grows, which makes the proof inductive.
+  localparam int unsigned FW = IW + 1;
+  logic [N*FW-1:0] f_wait_q, f_dist;
+  always_comb begin
+    for (int j = 0; j < N; j++) begin
+      f_dist[j*FW +: FW] = (FW'(j) >= {1'b0, ptr_q}) ? FW'(j) - {1'b0, ptr_q} : FW'(j) + FW'(N) - {1'b0, ptr_q};
+    end
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_wait_q <= '0;
+    end else begin
+      for (int j = 0; j < N; j++) begin
+        if (!req_i[j] || (advance_i && gnt_valid_o && gnt_idx_o == IW'(j))) f_wait_q[j*FW +: FW] <= '0;
+        else if (advance_i && gnt_valid_o) f_wait_q[j*FW +: FW] <= f_wait_q[j*FW +: FW] + 1'b1;
+      end
+    end
+  end
+  always_comb begin
+    if (rst_ni) begin
+      assert ({1'b0, ptr_q} < FW'(N));
+      assert (gnt_valid_o == (req_i != '0));
+      if (gnt_valid_o) begin
+        assert ({1'b0, gnt_idx_o} < FW'(N));
+        assert (req_i[gnt_idx_o]);
+      end
+      for (int j = 0; j < N; j++) begin
+        if (gnt_valid_o && req_i[j]) assert (f_dist[gnt_idx_o*FW +: FW] <= f_dist[j*FW +: FW]);
+        assert (f_wait_q[j*FW +: FW] + f_dist[j*FW +: FW] <= FW'(N - 1));
+        assert (f_wait_q[j*FW +: FW] <= FW'(N - 1));
+      end
+    end
+  end
+`endif
 endmodule
