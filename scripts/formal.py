@@ -62,10 +62,13 @@ LINK_WHAT = ("tp_ici_link_tx + tp_ici_link_rx over a wire that drops words and f
 
 PROOFS = [Proof(f"fifo_d{d}", "formal_fifo", ["tp_fifo"], {"Depth": d, "Width": 4}, FIFO_WHAT,
                 prove=(16, 4), cover=8) for d in (1, 2, 3, 4)]
+PROOFS += [Proof("fifo_checked", "formal_fifo", ["tp_fifo"], {"Depth": 2, "Width": 4, "Checked": 1},
+                 FIFO_WHAT + "; with its input checker (tp_assert_stable) on and the producer keeping the rule",
+                 prove=(16, 4), cover=8)]
 PROOFS += [Proof(f"rr_arb_n{n}", "formal_rr_arb", ["tp_rr_arb"], {"N": n}, ARB_WHAT, prove=(12, 2), cover=8)
            for n in (1, 2, 3, 5)]
 PROOFS += [Proof("link", "formal_link", ["tp_ici_link_tx", "tp_ici_link_rx", "tp_fifo"], {}, LINK_WHAT,
-                 bmc=20, quick_bmc=11, cover=17, quick_cover=0, narrow=True)]
+                 bmc=18, quick_bmc=11, cover=17, quick_cover=0, narrow=True)]
 
 # Known bugs, each applied to one lowered file by a regular expression: the proof must fail.
 MUTANTS = {
@@ -75,6 +78,8 @@ MUTANTS = {
                   "assign ready_o = 1'b1;", "ready while full (overflow)"),
     "arb_stuck": ("rr_arb_n3", "tp_rr_arb.sv", r"ptr_q <= \(gnt_idx_o == IW'\(N - 1\)\) \? '0 : gnt_idx_o \+ 1'b1;",
                   "ptr_q <= gnt_idx_o;", "the pointer stays on the grant (starvation)"),
+    "fifo_producer": ("fifo_checked", "formal_fifo.sv", r"assume \(valid_i && data_i == data_q\);",
+                      ";", "the producer may drop valid or change data while it waits (tp_assert_stable must see it)"),
     "link_seq": ("link", "tp_ici_link_rx.sv", r"out_valid_o = crc_ok && \(rx_data_i\[FW \+: (tp_ici_pkg::)?SEQW\] == exp_q\);",
                  "out_valid_o = crc_ok;", "the receiver ignores sequence numbers (a resent flit is delivered twice)"),
 }
@@ -106,6 +111,12 @@ def source_line(text, originals):
     line = next((l for l in text.splitlines() if re.search(r"(Assert failed|Unreached cover)", l)), "")
     locs = re.findall(r"([\w./-]+\.sv):(\d+)", line.split(" ($")[0])
     if not locs:
+        # A labelled assertion is named by its label (u_dut.gen_check.u_check_in.a_data_held).
+        m = re.search(r"(?:Assert failed|Unreached cover)[^:]*: \S*?(\w+)\s*$", line)
+        for f in originals.values() if m else ():
+            for n, text_line in enumerate(open(f).read().splitlines(), 1):
+                if re.match(rf"\s*{m.group(1)}\s*:", text_line):
+                    return f"{os.path.relpath(f, ROOT)}:{n}"
         return None
     f, n = locs[-1]
     f = os.path.basename(f)

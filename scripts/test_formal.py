@@ -21,6 +21,7 @@ EXPECT = {
     "fifo_wrap": ("rtl/common/tp_fifo.sv", "assert"),
     "fifo_full": ("rtl/common/tp_fifo.sv", "assert"),
     "arb_stuck": ("rtl/common/tp_rr_arb.sv", "assert"),
+    "fifo_producer": ("rtl/common/tp_assert_stable.sv", "assert"),
     "link_seq": ("tb/formal/formal_link.sv", "assert"),
 }
 
