@@ -70,7 +70,8 @@ PROOFS += [Proof(f"rr_arb_n{n}", "formal_rr_arb", ["tp_rr_arb"], {"N": n}, ARB_W
 PROOFS += [Proof("link", "formal_link", ["tp_ici_link_tx", "tp_ici_link_rx", "tp_fifo"], {}, LINK_WHAT,
                  bmc=18, quick_bmc=11, cover=17, quick_cover=0, narrow=True)]
 
-# Known bugs, each applied to one lowered file by a regular expression: the proof must fail.
+# Known bugs, each applied to one lowered file by a regular expression: the proof must fail
+# (status "failed", with a counterexample), or for MUTANT_STATUS's the induction step must.
 MUTANTS = {
     "fifo_wrap": ("fifo_d3", "tp_fifo.sv", r"\(p == PtrW'\(Depth - 1\)\) \? '0 : p \+ PtrW'\(1\)",
                   "p + PtrW'(1)", "the pointers do not wrap at Depth = 3"),
@@ -80,9 +81,14 @@ MUTANTS = {
                   "ptr_q <= gnt_idx_o;", "the pointer stays on the grant (starvation)"),
     "fifo_producer": ("fifo_checked", "formal_fifo.sv", r"assume \(valid_i && data_i == data_q\);",
                       ";", "the producer may drop valid or change data while it waits (tp_assert_stable must see it)"),
+    "fifo_weak": ("fifo_d4", "tp_fifo.sv", r"assert \(wr_q == f_wr\[PtrW-1:0\]\);", ";",
+                  "the invariant tying the write pointer to the read pointer left out (correct RTL, but the "
+                  "induction step no longer closes)"),
     "link_seq": ("link", "tp_ici_link_rx.sv", r"out_valid_o = crc_ok && \(rx_data_i\[FW \+: (tp_ici_pkg::)?SEQW\] == exp_q\);",
                  "out_valid_o = crc_ok;", "the receiver ignores sequence numbers (a resent flit is delivered twice)"),
 }
+
+MUTANT_STATUS = {"fifo_weak": "unproved"}
 
 
 def run(cmd, log, timeout):
@@ -204,16 +210,25 @@ def check(proof, pkgs, mods, deps, work, a, mutant=None):
         entry["engines"].append({"engine": "smtbmc-z3 base case", "depth": base, "seconds": round(s, 2)})
         if code is None:
             return {**entry, "status": "timeout", "engine": "base case", "seconds": round(seconds, 2)}
-        if "Status: PASSED" not in out:
+        if "Status: FAILED" in out:
             return failed("smtbmc-z3 base case", out, base)
-        code, out, s = run(smtbmc + ["-i", "-t", str(k), model + ".smt2"], os.path.join(d, "induction.log"), a.timeout)
+        if "Status: PASSED" not in out:
+            return {**entry, "status": "error", "error": f"yosys-smtbmc gave no verdict (log: {d}/base.log)"}
+        ivcd = os.path.join(d, "induction.vcd")
+        code, out, s = run(smtbmc + ["-i", "-t", str(k), "--dump-vcd", ivcd, model + ".smt2"],
+                           os.path.join(d, "induction.log"), a.timeout)
         seconds += s
         entry["engines"].append({"engine": "smtbmc-z3 induction", "depth": k, "seconds": round(s, 2)})
-        ok = code is not None and "Status: PASSED" in out and "induction successful" in out
-        entry["status"] = "proved" if ok else "bounded"
         entry["depth"] = base
-        if not ok:
-            entry["note"] = f"the induction step did not close at depth {k}: holds to depth {base} only"
+        if code is None or "Status: PASSED" not in out or "induction successful" not in out:
+            # No bug within the base depth, but the properties are not inductive at depth k: a
+            # weakened invariant or a bug deeper than the base case. The trace starts in an
+            # arbitrary state that satisfies the assertions for k steps.
+            return {**entry, "status": "unproved", "engine": "smtbmc-z3 induction",
+                    "assertion": source_line(out, originals), "trace": to_fst(ivcd, os.path.join(d, "induction.fst")),
+                    "error": f"the induction step fails at depth {k} (no violation within {base} cycles from "
+                             f"reset; log: {d}/induction.log)"}
+        entry["status"] = "proved"
     if proof.bmc:
         depth = proof.quick_bmc if a.quick and proof.quick_bmc else proof.bmc
         depth = max(1, round(depth * a.depth_scale))
@@ -318,9 +333,13 @@ def main():
                   f"{proof.name}" + (f" --mutant {mutant}" if mutant else "") + (" --quick" if a.quick else ""))
         else:
             print(f" {e['status'].upper()}: {e.get('error', '')}")
-        want_fail = mutant is not None
-        if (e["status"] == "failed") != want_fail or (want_fail and not e.get("trace")):
+            if e.get("trace"):
+                print(f"  {e.get('assertion')}: {statement(e.get('assertion'))}  (trace: {e['trace']})")
+        want = MUTANT_STATUS.get(mutant, "failed") if mutant else None
+        if (e["status"] != want) if mutant else (e["status"] not in ("proved", "bounded")):
             bad.append(label)
+        elif mutant and not e.get("trace"):
+            bad.append(label + " (no trace)")
     out = a.out or (None if a.mutant else os.path.join(ROOT, "build", "reports", "formal.json"))
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
