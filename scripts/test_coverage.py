@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/coverage.py (make coverage) on hand-written Verilator coverage files: two runs merged
 (a point hit in either counts), per module line (line and branch points) and toggle percentages,
-an empty directory refused. Usage: test_coverage.py"""
+the lowered copies' points left out, an empty directory refused. Usage: test_coverage.py"""
 import json
 import os
 import subprocess
@@ -23,7 +23,8 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         dat = os.path.join(d, "dat")
         os.mkdir(dat)
-        for name in ("a.sv", "b.sv"):  # the annotated report reads the sources
+        os.mkdir(os.path.join(d, "lowered_x"))
+        for name in ("a.sv", "b.sv", "lowered_x/a.sv"):  # the annotated report reads the sources
             SRC[name] = os.path.join(d, name)
             with open(SRC[name], "w") as f:
                 f.write("".join(f"// line {i}\n" for i in range(1, 11)))
@@ -32,7 +33,9 @@ def main():
              point("a.sv", 5, 3, "v_branch/ma", "else", 0), point("a.sv", 1, 4, "v_toggle/ma", "x", 2),
              point("b.sv", 7, 5, "v_toggle/mb", "y", 0)],
             [point("a.sv", 4, 2, "v_branch/ma", "if", 3), point("b.sv", 7, 5, "v_toggle/mb", "y", 0),
-             point("b.sv", 8, 6, "v_line/mb", "block", 1)],
+             point("b.sv", 8, 6, "v_line/mb", "block", 1),
+             # a lowered copy of a.sv (yosys_lower.py, Verilated by its own test): left out
+             point("lowered_x/a.sv", 3, 1, "v_line/ma", "block", 0), point("lowered_x/a.sv", 9, 1, "v_line/ma", "block", 1)],
         ]
         for i, pts in enumerate(runs):
             with open(os.path.join(dat, f"cov_{i}.dat"), "w", encoding="latin-1") as f:
@@ -43,7 +46,10 @@ def main():
         if p.returncode != 0:
             failures.append(f"exit {p.returncode}: {p.stdout}{p.stderr}")
         else:
-            rep = {r["module"]: r for r in json.load(open(out))["results"]}
+            full = json.load(open(out))
+            if full.get("lowered_points_ignored") != 2:
+                failures.append(f"lowered points ignored: {full.get('lowered_points_ignored')}, want 2")
+            rep = {r["module"]: r for r in full["results"]}
             want = {"ma": (2, 3, 100.0, 1), "mb": (1, 1, 0.0, 1)}  # line hit, line points, toggle %, toggle points
             for mod, (lh, lp, tg, tp) in want.items():
                 r = rep.get(mod)

@@ -85,6 +85,28 @@ TEST_F(Hbm, RowHitStreamIsMostlyHits) {
   }
 }
 
+TEST_F(Hbm, AnIdleBankIsClosedUnderTheClosedPagePolicyOnly) {
+  // A read opens row 2 of the last bank, and nothing wants that row again: the next request
+  // (bank 0) comes 200 cycles later, before the first refresh, which would close every bank
+  // anyway. Closed page: the idle bank is precharged as soon as tRTP allows. Open page: it stays
+  // open. (Verilator's line point on the closed-page close in tp_hbm_ctrl stays at 0 while this
+  // precharge happens: docs/verification.md, "Coverage".)
+  const unsigned b = banks() - 1;
+  h_->queue({false, addr(b, 2, 0), 1, {}, 0, 0});
+  HbmRequest later{false, addr(0, 0, 0), 2, {}, 0, 0};
+  later.not_before = h_->cycle() + 200;
+  h_->queue(later);
+  ASSERT_NO_THROW(h_->run());
+  expect_clean();
+  ASSERT_EQ(h_->top().cnt_refreshes_o, 0u) << "a refresh came first: it closes every bank";
+  if (cfg_.closed_page) {
+    EXPECT_FALSE(h_->device().row_open(b)) << "closed page: the bank stayed open with nothing wanting its row";
+  } else {
+    ASSERT_TRUE(h_->device().row_open(b)) << "open page: the bank was closed with nothing else to do there";
+    EXPECT_EQ(h_->device().open_row(b), 2u);
+  }
+}
+
 TEST_F(Hbm, BankConflictsAlternatingRows) {
   // One bank, two rows, alternating: every access is a conflict (precharge and activate).
   for (unsigned i = 0; i < 64; ++i) h_->queue({false, addr(5, i % 2, i % cfg_.columns), 0, {}, 0, 0});
