@@ -762,6 +762,58 @@ TEST(Chip, HostBeatAccessThroughTheMemoryPort) {
   EXPECT_FALSE(rtl.host_write_beat(preset().chip.hbm_beats + 7, random_words(rng, n)));
 }
 
+// The ICI registers as the host sees them: each reads back what was written; the status flags an
+// inconsistent configuration; while a program runs, the torus, coordinate and slice registers
+// ignore writes (the router's configuration must not move under traffic) and the fault-rate test
+// hooks take them.
+TEST(Chip, IciRegistersReadBackAndHoldWhileRunning) {
+  namespace hw = tp::isa::hw;
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
+  const uint32_t torus = 3 | (2u << 8), coord = 2 | (1u << 8), slice0 = 1 | (0u << 8), slice1 = 2 | (2u << 8);
+  rtl.csr_write(hw::kCsrIciTorus, torus);
+  rtl.csr_write(hw::kCsrIciCoord, coord);
+  rtl.csr_write(hw::kCsrIciSlice0, slice0);
+  rtl.csr_write(hw::kCsrIciSlice1, slice1);
+  const uint32_t faults[4] = {0x0011, 0x0220, 0x3300, 0xffff};
+  const uint32_t fault_csr[4] = {hw::kCsrIciFault0, hw::kCsrIciFault1, hw::kCsrIciFault2, hw::kCsrIciFault3};
+  for (unsigned p = 0; p < 4; ++p) rtl.csr_write(fault_csr[p], faults[p] | 0xabcd0000u);  // 16 bits kept
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciTorus), torus);
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciCoord), coord);
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciSlice0), slice0);
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciSlice1), slice1);
+  for (unsigned p = 0; p < 4; ++p) EXPECT_EQ(rtl.csr_read(fault_csr[p]), faults[p]) << "link " << p;
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciStatus) & 1u, 0u) << "a consistent configuration flagged";
+  rtl.csr_write(hw::kCsrIciCoord, 3 | (1u << 8));  // x = 3 on a ring of 3
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciStatus) & 1u, 1u) << "x = kx not flagged";
+  rtl.csr_write(hw::kCsrIciCoord, coord);
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciStatus) & 1u, 0u);
+  for (unsigned p = 0; p < 4; ++p) rtl.csr_write(fault_csr[p], 0);  // no faults on the looped-back links
+
+  // A program that counts down for a while.
+  rtl.load(assemble("li r1, 300\ntop: addi r1, r1, -1\nbne r1, r0, top\nhalt\n").code);
+  rtl.csr_write(hw::kCsrCtrl, 1);
+  for (int i = 0; i < 20; ++i) rtl.tick();
+  ASSERT_FALSE(rtl.done()) << "the program ended before the writes under it";
+  rtl.csr_write(hw::kCsrIciTorus, 5 | (5u << 8));
+  rtl.csr_write(hw::kCsrIciCoord, 4 | (4u << 8));
+  rtl.csr_write(hw::kCsrIciSlice0, 0);
+  rtl.csr_write(hw::kCsrIciSlice1, 5 | (5u << 8));
+  rtl.csr_write(hw::kCsrIciFault2, 0x0123);
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciTorus), torus) << "written while running";
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciCoord), coord) << "written while running";
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciSlice0), slice0) << "written while running";
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciSlice1), slice1) << "written while running";
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciFault2), 0x0123u) << "a fault rate is a test hook: taken while running";
+  rtl.csr_write(hw::kCsrIciFault2, 0);
+  ASSERT_FALSE(rtl.done());
+  for (int i = 0; i < 5000 && !rtl.done(); ++i) rtl.tick();
+  ASSERT_TRUE(rtl.done()) << "the count-down did not end";
+  EXPECT_EQ(rtl.csr_read(hw::kCsrStatus) & 4u, 0u) << "the count-down reported an error";
+  rtl.csr_write(hw::kCsrIciCoord, 1 | (1u << 8));  // stopped: taken again
+  EXPECT_EQ(rtl.csr_read(hw::kCsrIciCoord), 1 | (1u << 8));
+}
+
 // Counters: every cycle of every unit is counted once, the bytes are the program's, and the
 // MXU rows are the program's.
 TEST(Chip, CountersAddUp) {
