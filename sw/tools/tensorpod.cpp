@@ -72,6 +72,17 @@ void check_output(const std::string& path, const std::string& what, const std::v
       throw UsageError(fmt::format("{} {}: is the input {}; give another output file", what, path, in));
 }
 
+// An output folder (--waves), checked before any long work: made if missing, and writable.
+void check_folder(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+    throw UsageError(fmt::format("{} {}: is a file, not a folder", what, path));
+  if (!fs::exists(path, ec) && !fs::create_directories(path, ec))
+    throw UsageError(fmt::format("{} {}: the folder cannot be made ({})", what, path, ec.message()));
+  if (::access(path.c_str(), W_OK) != 0) throw UsageError(fmt::format("{} {}: cannot be written", what, path));
+}
+
 std::string read_text(const std::string& path) {
   check_input(path, "file");
   std::ifstream in(path, std::ios::binary);
@@ -611,6 +622,19 @@ struct PodRunResult {
   std::vector<tp::trace::ChipTrace> timelines;  // --trace, --profile
 };
 
+// X,Y chips of the pod (--wave-chip, --golden-chip), each inside it.
+std::vector<std::pair<unsigned, unsigned>> pod_chips(const std::vector<std::string>& list, const char* what,
+                                                     const tp::driver::PodSpec& pod) {
+  std::vector<std::pair<unsigned, unsigned>> out;
+  for (const auto& w : list) {
+    const auto xy = parse_pair(w, ',', what);
+    if (xy.first >= pod.kx || xy.second >= pod.ky)
+      throw UsageError(fmt::format("{} {}: no such chip in the {}x{} pod", what, w, pod.kx, pod.ky));
+    out.push_back(xy);
+  }
+  return out;
+}
+
 // expected: about how many cycles the run takes (a golden run's estimate; 0: unknown), for the
 // progress line.
 PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, const tp::driver::SliceShape& shape,
@@ -620,19 +644,8 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   so.link_bit_error = o.link_bit_error;
   so.watchdog = o.watchdog;
   so.wave_dir = o.waves;
-  for (const auto& w : o.wave_chips) {
-    const auto xy = parse_pair(w, ',', "--wave-chip");
-    if (xy.first >= pod.kx || xy.second >= pod.ky)
-      throw UsageError(fmt::format("--wave-chip {}: no such chip in the {}x{} pod", w, pod.kx, pod.ky));
-    so.wave_chips.push_back(xy);
-  }
-  if (be == Backend::rtl)
-    for (const auto& g : o.golden_chips) {
-      const auto xy = parse_pair(g, ',', "--golden-chip");
-      if (xy.first >= pod.kx || xy.second >= pod.ky)
-        throw UsageError(fmt::format("--golden-chip {}: no such chip in the {}x{} pod", g, pod.kx, pod.ky));
-      so.golden_chips.push_back(xy);
-    }
+  so.wave_chips = pod_chips(o.wave_chips, "--wave-chip", pod);
+  if (be == Backend::rtl) so.golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
   auto s = tp::driver::Slice::open(pod, shape, be, so);
   s->set_tracing(o.obs.on());
   s->set_expected_cycles(expected);
@@ -766,6 +779,9 @@ int cmd_pod(const PodOptions& o) {
   if (!o.origin.empty()) std::tie(shape.x0, shape.y0) = parse_pair(o.origin, ',', "--origin");
   tp::driver::check_slice(pod, shape);
   if (!o.report.empty()) check_output(o.report, "--report");
+  if (!o.waves.empty()) check_folder(o.waves, "--waves");
+  (void)pod_chips(o.wave_chips, "--wave-chip", pod);  // refused before the golden run of --backend both
+  (void)pod_chips(o.golden_chips, "--golden-chip", pod);
   if (!o.program.empty()) check_input(o.program, "--program");
   for (const auto& pa : o.program_at)
     if (const auto eq = pa.find('='); eq != std::string::npos) check_input(pa.substr(eq + 1), "--program-at");

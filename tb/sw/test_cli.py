@@ -63,6 +63,10 @@ def main():
             (["pod", "--pod", "2x2", "--collective", "all_reduce:8", "--trace", "dir"], "directory"),
             (["train", "--trace", "nofolder/t.json"], "does not exist"),
             (["run", "--mlp", "64x32x16", "--slice", "1x2", "--trace", "dir"], "directory"),
+            (["pod", "--demo", "--backend", "rtl", "--waves", "p.s"], "is a file, not a folder"),
+            (["pod", "--demo", "--backend", "rtl", "--waves", "p.s/w"], "cannot be made"),
+            (["pod", "--demo", "--backend", "both", "--wave-chip", "9,9"], "no such chip"),
+            (["pod", "--demo", "--backend", "both", "--golden-chip", "0,7"], "no such chip"),
         ]
         for args, needle in bad:
             code, out = run(args, d)
