@@ -7,7 +7,7 @@
 add_library(tp_sim_util ${CMAKE_CURRENT_LIST_DIR}/sim_util.cpp)
 target_include_directories(tp_sim_util PUBLIC ${CMAKE_CURRENT_LIST_DIR} ${TP_GEN_DIR})
 target_compile_options(tp_sim_util PRIVATE ${TP_WARNINGS})
-target_link_libraries(tp_sim_util PUBLIC tp_trace)  # chip_harness.h records traces
+target_link_libraries(tp_sim_util PUBLIC tp_trace tp_config)  # chip_harness.h records traces; TP_WAVES errors
 
 # The chip (rtl/chip) at the test presets: Verilated once per preset, shared by the RTL backend,
 # the pod, the tensorpod tool and the chip tests.

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "config.h"
+
 namespace tp::tb {
 
 namespace {
@@ -23,7 +25,12 @@ std::string current_test_name() {
 std::string wave_path(const std::string& name) {
   const char* dir = std::getenv("TP_WAVES");
   if (!dir || !*dir) return "";
-  std::filesystem::create_directories(dir);
+  // A bad folder is the user's setting, not a failure of the run: said as such (tensorpod: exit 2).
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    throw ConfigError(std::string("TP_WAVES=") + dir + ": is a file, not a folder");
+  if (!std::filesystem::exists(dir, ec) && !std::filesystem::create_directories(dir, ec))
+    throw ConfigError(std::string("TP_WAVES=") + dir + ": the folder cannot be made (" + ec.message() + ")");
   std::string file = name;
   for (char& c : file)
     if (c == '/') c = '_';

@@ -12,7 +12,8 @@
 
 namespace tp::tb {
 
-// Where this run writes its FST waves: $TP_WAVES/<name>.fst when TP_WAVES is set, else "".
+// Where this run writes its FST waves: $TP_WAVES/<name>.fst when TP_WAVES is set, else "". The
+// folder is made if missing; a file there, or a folder that cannot be made, is a tp::ConfigError.
 std::string wave_path(const std::string& name);
 
 // The name of the current run: the current GoogleTest's full name ("Suite.Name") when the test

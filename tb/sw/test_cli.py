@@ -11,9 +11,10 @@ TOOL = os.path.abspath(sys.argv[1])
 LIMIT = 20  # seconds: a refusal takes milliseconds; more is a hang or work done before checking
 
 
-def run(args, cwd):
+def run(args, cwd, env=None):
     try:
-        p = subprocess.run([TOOL] + args, cwd=cwd, capture_output=True, text=True, timeout=LIMIT)
+        p = subprocess.run([TOOL] + args, cwd=cwd, capture_output=True, text=True, timeout=LIMIT,
+                           env=None if env is None else {**os.environ, **env})
     except subprocess.TimeoutExpired:
         return None, ""
     return p.returncode, p.stdout + p.stderr
@@ -68,6 +69,12 @@ def main():
             (["pod", "--demo", "--backend", "both", "--wave-chip", "9,9"], "no such chip"),
             (["pod", "--demo", "--backend", "both", "--golden-chip", "0,7"], "no such chip"),
         ]
+        # The harnesses' wave folder (TP_WAVES, docs/verification.md "Waves"): a file is no folder.
+        for env, needle in (({"TP_WAVES": "p.s"}, "is a file, not a folder"),
+                            ({"TP_WAVES": "p.s/w"}, "cannot be made")):
+            code, out = run(["run", "--matmul", "8x8x8", "--backend", "rtl", "--config", "tiny"], d, env)
+            if code != 2 or needle not in out:
+                failures.append(f"{env}: exit {code} (want 2), output {out.strip()[-200:]!r} (want {needle!r})")
         for args, needle in bad:
             code, out = run(args, d)
             if code is None:
