@@ -69,6 +69,8 @@ PROOFS += [Proof(f"rr_arb_n{n}", "formal_rr_arb", ["tp_rr_arb"], {"N": n}, ARB_W
            for n in (1, 2, 3, 5)]
 PROOFS += [Proof("link", "formal_link", ["tp_ici_link_tx", "tp_ici_link_rx", "tp_fifo"], {}, LINK_WHAT,
                  bmc=18, quick_bmc=11, cover=17, quick_cover=0, narrow=True)]
+PROOFS += [Proof("link_flips3", "formal_link", ["tp_ici_link_tx", "tp_ici_link_rx", "tp_fifo"], {"Flips": 3},
+                 LINK_WHAT.replace("flips a bit", "flips up to three bits"), bmc=16, quick_bmc=9, narrow=True)]
 
 # Known bugs, each applied to one lowered file by a regular expression: the proof must fail
 # (status "failed", with a counterexample), or for MUTANT_STATUS's the induction step must.
@@ -84,7 +86,8 @@ MUTANTS = {
     "fifo_weak": ("fifo_d4", "tp_fifo.sv", r"assert \(wr_q == f_wr\[PtrW-1:0\]\);", ";",
                   "the invariant tying the write pointer to the read pointer left out (correct RTL, but the "
                   "induction step no longer closes)"),
-    "link_seq": ("link", "tp_ici_link_rx.sv", r"out_valid_o = crc_ok && \(rx_data_i\[FW \+: (tp_ici_pkg::)?SEQW\] == exp_q\);",
+    "link_seq": ("link", "tp_ici_link_rx.sv",
+                 r"out_valid_o = crc_ok && \(rx_data_i\[FW \+: (tp_ici_pkg::)?SEQW\] == exp_q\);",
                  "out_valid_o = crc_ok;", "the receiver ignores sequence numbers (a resent flit is delivered twice)"),
 }
 
@@ -98,7 +101,8 @@ def run(cmd, log, timeout):
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         out, code = r.stdout + r.stderr, r.returncode
     except subprocess.TimeoutExpired as e:
-        out, code = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), None
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        code = None
     with open(log, "w") as f:
         f.write(" ".join(cmd) + "\n" + out)
     return code, out, time.monotonic() - t0
@@ -115,7 +119,10 @@ def source_line(text, originals):
     """The assertion of yosys-smtbmc's 'Assert failed in ...: a.sv:17.62-17.72|tp_fifo.sv:105.55-106.38'
     line (the instance's location, then the statement's) as 'rtl/common/tp_fifo.sv:105'."""
     line = next((l for l in text.splitlines() if re.search(r"(Assert failed|Unreached cover)", l)), "")
-    locs = re.findall(r"([\w./-]+\.sv):(\d+)", line.split(" ($")[0])
+    # The cell's name holds the statement's own place ($assert$<file>:<line>$<n>); the attribute
+    # before it lists the instances' places too, in no fixed order.
+    cell = re.search(r"\$(?:assert|cover)\$([\w./-]+\.sv):(\d+)\$", line)
+    locs = [cell.groups()] if cell else re.findall(r"([\w./-]+\.sv):(\d+)", line.split(" ($")[0])
     if not locs:
         # A labelled assertion is named by its label (u_dut.gen_check.u_check_in.a_data_held).
         m = re.search(r"(?:Assert failed|Unreached cover)[^:]*: \S*?(\w+)\s*$", line)
@@ -178,10 +185,19 @@ def check(proof, pkgs, mods, deps, work, a, mutant=None):
         if n != 1:
             return {**entry, "status": "error", "error": f"mutant {mutant}: its pattern matched {n} times in {fname}"}
         open(path, "w").write(new)
-    chparam = " ".join(f"-chparam {k} {v}" for k, v in proof.params.items())
+    # The parameters through a top that instantiates the harness with them: `hierarchy -chparam`
+    # trips an internal assertion of yosys 0.23 on a harness that imports a package.
+    top = proof.top
+    if proof.params:
+        top = "formal_top"
+        low.append(os.path.join(src, "formal_top.sv"))
+        with open(low[-1], "w") as f:
+            f.write(f"module formal_top (input logic clk_i);\n"
+                    f"  {proof.top} #({', '.join(f'.{k}({v})' for k, v in proof.params.items())}) u_harness (.clk_i);\n"
+                    f"endmodule\n")
     model = os.path.join(d, "model")
-    script = (f"read_verilog -defer -sv -formal {' '.join(low)}; hierarchy -check -top {proof.top} {chparam}; "
-              f"prep -top {proof.top}; memory_map; opt_clean; async2sync; dffunmap; flatten; opt_clean; "
+    script = (f"read_verilog -defer -sv -formal {' '.join(low)}; hierarchy -check -top {top}; "
+              f"prep -top {top}; memory_map; opt_clean; async2sync; dffunmap; flatten; opt_clean; "
               f"write_rtlil {model}.il; write_smt2 -wires {model}.smt2; "
               f"tee -o {model}.count select -count t:$assert; tee -a {model}.count select -count t:$cover")
     code, out, secs = run(["yosys", "-q", "-p", script], os.path.join(d, "yosys.log"), a.timeout)
@@ -233,13 +249,15 @@ def check(proof, pkgs, mods, deps, work, a, mutant=None):
         depth = proof.quick_bmc if a.quick and proof.quick_bmc else proof.bmc
         depth = max(1, round(depth * a.depth_scale))
         aig = (f"read_rtlil {model}.il; chformal -cover -remove; setundef -undriven -anyseq; opt -fast; techmap; "
-               f"opt -fast; dffunmap; abc -g AND -fast; opt_clean; write_aiger -I -B -zinit -map {model}.aim {model}.aig")
+               f"opt -fast; dffunmap; abc -g AND -fast; opt_clean; "
+               f"write_aiger -I -B -zinit -map {model}.aim {model}.aig")
         code, out, s = run(["yosys", "-q", "-p", aig], os.path.join(d, "aiger.log"), a.timeout)
         seconds += s
         if code != 0:
             return {**entry, "status": "error", "error": f"AIGER model: see {d}/aiger.log"}
         aiw = os.path.join(d, "cex.aiw")
-        code, out, s = run(["yosys-abc", "-c", f"read_aiger {model}.aig; fold; strash; bmc3 -F {depth}; write_cex -a {aiw}"],
+        abc = f"read_aiger {model}.aig; fold; strash; bmc3 -F {depth}; write_cex -a {aiw}"
+        code, out, s = run(["yosys-abc", "-c", abc],
                            os.path.join(d, "bmc.log"), a.timeout)
         seconds += s
         entry["engines"].append({"engine": "abc bmc3", "depth": depth, "seconds": round(s, 2)})
@@ -344,7 +362,8 @@ def main():
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as f:
-            json.dump({"tool": "yosys " + subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip(),
+            version = subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip()
+            json.dump({"tool": version,
                        "quick": a.quick, "depth_scale": a.depth_scale, "results": results}, f, indent=1)
         print(f"formal: wrote {out}")
     if bad:

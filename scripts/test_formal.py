@@ -79,7 +79,8 @@ def main():
                 if k not in e:
                     failures.append(f"the report's result lacks {k}")
             if e.get("status") != "proved" or e.get("asserts", 0) < 5 or e.get("covers", 0) < 1:
-                failures.append(f"rr_arb_n2: {e.get('status')}, {e.get('asserts')} assertions, {e.get('covers')} covers")
+                failures.append(f"rr_arb_n2: {e.get('status')}, {e.get('asserts')} assertions, "
+                                f"{e.get('covers')} covers")
 
         # Bad options: exit 2 with a message, at once.
         for bad, msg in ((["--proofs", "nope"], "unknown proof 'nope'"), (["--mutant", "nope"], "unknown mutant"),

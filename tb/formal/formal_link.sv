@@ -1,7 +1,7 @@
 // Formal harness of the link layer (make formal): tp_ici_link_tx and tp_ici_link_rx joined by a
-// wire that loses words and flips a bit of any word it carries, in both directions, with one
-// cycle of latency each way; behind the receiver, the downstream router's input buffers (one
-// tp_fifo of B flits per VC), drained at will; reset at the start and at any later cycle.
+// wire that loses words and flips up to Flips bits of any word it carries, in both directions,
+// with one cycle of latency each way; behind the receiver, the downstream router's input buffers
+// (one tp_fifo of B flits per VC), drained at will; reset at the start and at any later cycle.
 // Proved (asserts below, with the FIFOs' own):
 // - sequence numbers: the flits delivered are, in order, the flits the sender accepted: none
 //   twice, none skipped, none changed (a reference queue of the accepted flits);
@@ -19,7 +19,8 @@ module formal_link
   parameter int unsigned B       = 2,
   parameter int unsigned R       = 4,
   parameter int unsigned Timeout = 6,
-  parameter int unsigned DataW   = 2
+  parameter int unsigned DataW   = 2,
+  parameter int unsigned Flips   = 1   // bits the wire may flip in one word: 1 or 3
 ) (
   input logic clk_i
 );
@@ -36,9 +37,21 @@ module formal_link
   (* anyseq *) logic [V-1:0]   drain;
 
   always_comb if ($initstate) assume (!rst_ni);
-  // The wire flips at most one bit of a word (CRC-16 detects every such error).
-  always_comb assume ((fwd_flip & (fwd_flip - 1'b1)) == '0);
-  always_comb assume ((rv_flip & (rv_flip - 1'b1)) == '0);
+  // The wire flips at most Flips bits of a word (CRC-16-CCITT detects every error of up to three
+  // bits in words this short). x & (x - 1) clears the lowest set bit.
+  logic [LW-1:0]  fwd_f1, fwd_f2;
+  logic [RVW-1:0] rv_f1, rv_f2;
+  assign fwd_f1 = fwd_flip & (fwd_flip - 1'b1);
+  assign fwd_f2 = fwd_f1 & (fwd_f1 - 1'b1);
+  assign rv_f1  = rv_flip & (rv_flip - 1'b1);
+  assign rv_f2  = rv_f1 & (rv_f1 - 1'b1);
+  always_comb begin
+    if (Flips <= 1) assume (fwd_f1 == '0 && rv_f1 == '0);
+    else assume ((fwd_f2 & (fwd_f2 - 1'b1)) == '0 && (rv_f2 & (rv_f2 - 1'b1)) == '0);
+  end
+  if (Flips != 1 && Flips != 3) begin : gen_bad_flips
+    $error("formal_link: Flips must be 1 or 3");
+  end
 
   logic [VW-1:0]  in_vc;
   logic           in_ready, tx_valid, out_valid;
