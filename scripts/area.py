@@ -235,6 +235,19 @@ def module_files(gen_dir):
     return mods, pkgs, deps
 
 
+def generated_sources(work, tool):
+    """Generate the ISA packages into work/gen (scripts/gen_isa.py, as CMake does): (gen, and
+    module_files' module -> file, packages, module -> modules)."""
+    os.makedirs(work, exist_ok=True)
+    gen = os.path.join(work, "gen")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_isa.py"),
+                        os.path.join(ROOT, "sw", "isa", "isa.json"), os.path.join(ROOT, "sw", "isa", "hw.json"), gen],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{tool}: scripts/gen_isa.py failed: {r.stderr.strip()}")
+    return (gen, *module_files(gen))
+
+
 def closure(top, mods, deps):
     out, todo = [], [top]
     while todo:
@@ -421,14 +434,7 @@ def main():
     if subprocess.run(["which", "yosys"], capture_output=True).returncode != 0:
         sys.exit("area: yosys is not installed (scripts/install-deps.sh yosys)")
 
-    os.makedirs(a.work, exist_ok=True)
-    gen = os.path.join(a.work, "gen")
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_isa.py"),
-                        os.path.join(ROOT, "sw", "isa", "isa.json"), os.path.join(ROOT, "sw", "isa", "hw.json"), gen],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"area: scripts/gen_isa.py failed: {r.stderr.strip()}")
-    mods, pkgs, deps = module_files(gen)
+    gen, mods, pkgs, deps = generated_sources(a.work, "area")
 
     results, failures = [], []
 

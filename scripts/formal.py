@@ -316,14 +316,7 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"formal: {tool} is not installed (scripts/install-deps.sh yosys z3)")
 
-    os.makedirs(a.work, exist_ok=True)
-    gen = os.path.join(a.work, "gen")
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_isa.py"),
-                        os.path.join(ROOT, "sw", "isa", "isa.json"), os.path.join(ROOT, "sw", "isa", "hw.json"), gen],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"formal: scripts/gen_isa.py failed: {r.stderr.strip()}")
-    mods, pkgs, deps = area.module_files(gen)
+    gen, mods, pkgs, deps = area.generated_sources(a.work, "formal")
     narrow_dir = os.path.join(a.work, "gen-narrow")
     os.makedirs(narrow_dir, exist_ok=True)
     text = open(os.path.join(gen, "tp_hw_pkg.sv")).read()

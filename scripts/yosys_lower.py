@@ -167,20 +167,22 @@ def qualify(path, text, exports):
     return "".join(out)
 
 
-def header_end(path, code, start):
-    """The index of the ';' that ends the function header whose name ends at start."""
-    i = code.index("(", start)
+def call_end(path, code, i, what="unbalanced parentheses"):
+    """The index after the `)` that closes the `(` at code[i]."""
     depth = 0
-    while i < len(code):
-        if code[i] == "(":
+    for j in range(i, len(code)):
+        if code[j] == "(":
             depth += 1
-        elif code[i] == ")":
+        elif code[j] == ")":
             depth -= 1
             if depth == 0:
-                j = code.index(";", i)
-                return j
-        i += 1
-    fail(path, code.count("\n", 0, start) + 1, "no end of a function header")
+                return j + 1
+    fail(path, code.count("\n", 0, i) + 1, what)
+
+
+def header_end(path, code, start):
+    """The index of the ';' that ends the function header whose name ends at start."""
+    return code.index(";", call_end(path, code, code.index("(", start), "no end of a function header") - 1)
 
 
 def skip_statement(code, i):
@@ -716,19 +718,6 @@ def struct_members(path, text, structs):
         pos = sel[0][1]
     out.append(text[pos:])
     return "".join(out)
-
-
-def call_end(path, code, i):
-    """The index after the `)` that closes the `(` at code[i]."""
-    depth = 0
-    for j in range(i, len(code)):
-        if code[j] == "(":
-            depth += 1
-        elif code[j] == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    fail(path, code.count("\n", 0, i) + 1, "unbalanced parentheses")
 
 
 def keep_lines(text):
