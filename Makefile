@@ -12,7 +12,7 @@
 #                                                       rerun one test with FST waves (a pod
 #                                                       test: every chip's, or chip x,y's)
 #   make lint                                           verilator --lint-only -Wall, every top
-#   make bench                                          build/reports/{mxu,ici,hbm,chip,pod,collectives}.json,
+#   make bench                                          build/reports/{mxu,ici,hbm,chip,pod,collectives,train,numerics}.json,
 #                                                       ici.svg, then make plots
 #   make plots                                          build/reports/plots/*.png and *.svg from the
 #                                                       reports that are there (scripts/plots.py)

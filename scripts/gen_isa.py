@@ -49,6 +49,9 @@ def check(table):
                 sys.exit(f"gen_isa: opcode {op} of {ins['name']} is reserved")
         if ins["format"] not in table["formats"]:
             sys.exit(f"gen_isa: {ins['name']} has unknown format {ins['format']}")
+        lat = ins.get("latency", 1)
+        if not isinstance(lat, int) or not 1 <= lat <= 7 or (lat != 1 and ins["unit"] != "vec"):
+            sys.exit(f"gen_isa: {ins['name']}: latency {lat} (1 to 7, and only vector ops have one)")
         seen[op] = ins["name"]
 
 
@@ -152,6 +155,15 @@ def gen_sv(table, fmts, hw):
         L.append("      default: return 1'b0;")
         L.append("    endcase")
         L.append("  endfunction")
+    L.append("  // Vector ops: pipeline stages from operands to result (1: the row is done in one cycle).")
+    L.append("  function automatic logic [2:0] op_latency(input logic [5:0] op);")
+    L.append("    case (op)")
+    for ins in table["instructions"]:
+        if ins.get("latency", 1) != 1:
+            L.append(f"      6'd{ins['opcode']}: return 3'd{ins['latency']};")
+    L.append("      default: return 3'd1;")
+    L.append("    endcase")
+    L.append("  endfunction")
     L.append("")
     L.append("  // Field extraction, per format.")
     for fmt, fields in fmts.items():
@@ -296,6 +308,7 @@ def gen_cpp(table, fmts, hw):
     L.append("  unsigned nfields;")
     L.append("  bool uses_b, uses_mask;")
     L.append("  std::string_view semantics;")
+    L.append("  unsigned latency;  // vector ops: pipeline stages from operands to result")
     L.append("};")
     L.append("")
     for fmt, fields in fmts.items():
@@ -315,7 +328,8 @@ def gen_cpp(table, fmts, hw):
         fptr = f"kFormat_{fmt}" if fmts[fmt] else "nullptr"
         L.append(f"    {{{cstr(ins['name'])}, Op::{ident(ins['name'])}, Unit::{ins['unit']}, {cstr(fmt)}, {fptr}, "
                  f"{len(fmts[fmt])}, {'true' if ins.get('uses_b') else 'false'}, "
-                 f"{'true' if ins.get('uses_mask') else 'false'}, {cstr(ins['semantics'])}}},")
+                 f"{'true' if ins.get('uses_mask') else 'false'}, {cstr(ins['semantics'])}, "
+                 f"{ins.get('latency', 1)}}},")
     L.append("}};")
     L.append("")
     L.append("struct ErrDesc {")

@@ -4,7 +4,10 @@
 // sublanes take a group of S consecutive rows together. Operand a from the MXU accumulators
 // comes through the accumulators' single read port, one row per cycle, and is gathered into
 // groups. Each row goes through N lanes of tp_vpu_pkg::vpu_lane (or a reduction across its
-// lanes) into a result register per sublane and from there into VMEM. The instruction is
+// lanes) into a result register per sublane and from there into VMEM. The pipelined ops (the
+// ISA table's latency 4: vexp, vrcp) go through three stage registers of tp_vpu_pkg::vx_t
+// first (vpu_x1 .. vpu_x4), so a group's result reaches the result registers three cycles
+// later; the stages move together, when the result registers are free. The instruction is
 // complete when its last row is written.
 module tp_vpu
   import tp_isa_pkg::*;
@@ -42,7 +45,9 @@ module tp_vpu
 );
   localparam int unsigned SW = (S > 1) ? $clog2(S) : 1;
 
-  logic        busy_q, a_acc_q, use_b_q, use_m_q;
+  localparam int unsigned XS = 3;  // stage registers of the pipelined ops (latency XS + 1)
+
+  logic        busy_q, a_acc_q, use_b_q, use_m_q, xop_q;
   logic [5:0]  op_q;
   logic [31:0] imm_q, rows_q, written_q, group_q;
   logic [19:0] dst_q;
@@ -192,9 +197,33 @@ module tp_vpu
     end
   end
 
+  // ---- the pipelined ops: stages 1 .. 3 (vx_t per lane), stage 4 into the result registers -------
+  // The N x S lanes' stage registers are updated in place by blocking assignments, the last
+  // stage first, so that each reads the value from before the clock edge (as the MXU's array
+  // does, docs/mxu.md "Simulation speed"): Verilator keeps the lane loops as C++ loops. x_q is
+  // read only here; xres_q only by the write data below.
+  logic [S-1:0]    xv_q [XS];  // the live rows of the group in each stage
+  logic [31:0]     xg_q [XS];  // its group number
+  tp_vpu_pkg::vx_t x_q [XS][S][N];
+  logic [W-1:0]    xres_q [S];
+  logic            adv;  // the result registers take a group this cycle (pipelined ops: all stages move)
+  always_ff @(posedge clk_i) begin : x_pipe
+    if (xop_q && adv) begin
+      for (int s = 0; s < S; s++) begin
+        for (int j = 0; j < N; j++) begin
+          xres_q[s][j*32+:32] = tp_vpu_pkg::vpu_x4(op_q, x_q[2][s][j]);
+          x_q[2][s][j] = tp_vpu_pkg::vpu_x3(op_q, x_q[1][s][j]);
+          x_q[1][s][j] = tp_vpu_pkg::vpu_x2(op_q, x_q[0][s][j]);
+          x_q[0][s][j] = tp_vpu_pkg::vpu_x1(op_q, a_row[s][j*32+:32]);
+        end
+      end
+    end
+  end
+
   // ---- result registers -> VMEM ----------------------------------------------------------------
   logic [S-1:0]  out_valid_q, wr_fire;
   logic [31:0]   out_group_q;
+  logic [W-1:0]  out_q [S];
   logic          out_free;
   logic [SW:0] nfire;  // rows written this cycle
   // Requests in one block, grants in another: Verilator orders processes, not signals.
@@ -212,8 +241,9 @@ module tp_vpu
     end
   end
   assign out_free   = (out_valid_q & ~wr_fire) == '0;
-  assign take       = ops_ready && out_free && |live;  // no empty group past the last row
-  assign moving_o   = take || (|wr_fire);
+  assign adv        = out_free;
+  assign take       = ops_ready && adv && |live;  // no empty group past the last row
+  assign moving_o   = take || (|wr_fire) || (xop_q && (|{xv_q[0], xv_q[1], xv_q[2]}));
   assign idle_o     = !busy_q;
   assign cmpl_o     = busy_q && (|wr_fire) && (written_q + 32'(nfire) == rows_q);
   assign cmpl_sig_o = sig_q;
@@ -221,8 +251,9 @@ module tp_vpu
 
   for (genvar s = 0; s < S; s++) begin : gen_out
     always_ff @(posedge clk_i) begin
-      if (take && live[s]) wr_data_o[s] <= row[s];
+      if (take && live[s] && !xop_q) out_q[s] <= row[s];
     end
+    assign wr_data_o[s] = xop_q ? xres_q[s] : out_q[s];
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -238,8 +269,13 @@ module tp_vpu
       group_q     <= '0;
       dst_q       <= '0;
       sig_q       <= '0;
+      xop_q       <= 1'b0;
       out_valid_q <= '0;
       out_group_q <= '0;
+      for (int i = 0; i < int'(XS); i++) begin
+        xv_q[i] <= '0;
+        xg_q[i] <= '0;
+      end
       gathered_q  <= '0;
       rows_cnt_q  <= '0;
     end else begin
@@ -249,6 +285,7 @@ module tp_vpu
         use_b_q    <= op_uses_b(f_opcode(instr_i));
         use_m_q    <= op_uses_mask(f_opcode(instr_i));
         op_q       <= f_opcode(instr_i);
+        xop_q      <= op_latency(f_opcode(instr_i)) != 3'd1;
         imm_q      <= vec_imm(instr_i);
         rows_q     <= 32'(vec_rows(instr_i));
         written_q  <= '0;
@@ -257,14 +294,27 @@ module tp_vpu
         sig_q      <= f_signal(instr_i);
         gathered_q <= '0;
       end else begin
-        if (take) begin
+        if (xop_q && adv) begin
+          // every stage moves: stage 3 into the result registers, the operands into stage 1
+          out_valid_q <= xv_q[XS-1];
+          out_group_q <= xg_q[XS-1];
+          for (int i = int'(XS) - 1; i > 0; i--) begin
+            xv_q[i] <= xv_q[i-1];
+            xg_q[i] <= xg_q[i-1];
+          end
+          xv_q[0] <= take ? live : '0;
+          xg_q[0] <= group_q;
+        end else if (take) begin
           out_valid_q <= live;
           out_group_q <= group_q;
-          group_q     <= group_q + 1;
-          gathered_q  <= '0;
         end else begin
           out_valid_q <= out_valid_q & ~wr_fire;
-          if (acc_pop) gathered_q <= gathered_q + 1;
+        end
+        if (take) begin
+          group_q    <= group_q + 1;
+          gathered_q <= '0;
+        end else if (acc_pop) begin
+          gathered_q <= gathered_q + 1;
         end
         if (|wr_fire) begin
           written_q  <= written_q + 32'(nfire);

@@ -152,9 +152,138 @@ package tp_vpu_pkg;
     return 32'h0;
   endfunction
 
-  // One lane of a vector op. a, b: the operand lanes; m: the mask lane (vsel); imm: the
-  // instruction's 32-bit field (vscale). For vredsum / vredmax this is one step of the fold,
-  // a (the running value) with b (the next lane): fp32_add / fp32_max. Other opcodes give 0.
+  // ---- exp and reciprocal: four pipeline stages (docs/numerics.md, "exp and reciprocal") ------
+  // The same fixed sequence of fp32 operations as sw/golden/vpu_ops.h (fp32_exp, fp32_rcp), so
+  // the bits match; vpu_x1 .. vpu_x4 are the stages, vx_t what one lane carries between them.
+  localparam logic [31:0] VxOne   = 32'h3f80_0000;
+  localparam logic [31:0] VxLog2e = 32'h3fb8_aa3b;  // log2(e)
+  localparam logic [31:0] VxMagic = 32'h4b40_0000;  // 1.5 x 2^23
+  localparam logic [31:0] VxLn2Hi = 32'h3f31_8000;  // 0.693359375
+  localparam logic [31:0] VxLn2Lo = 32'hb95e_8083;  // ln 2 - VxLn2Hi
+  localparam logic [31:0] VxExpHi = 32'h42c8_0000;  // 100
+  localparam logic [31:0] VxExpLo = 32'hc2d0_0000;  // -104
+  // the polynomial's coefficients, P0 (highest degree) to P5
+  function automatic logic [31:0] vx_exp_p(input int unsigned i);
+    case (i)
+      0:       return 32'h3950_6967;
+      1:       return 32'h3ab7_43ce;
+      2:       return 32'h3c08_8908;
+      3:       return 32'h3d2a_a9c1;
+      4:       return 32'h3e2a_aaaa;
+      default: return 32'h3f00_0000;
+    endcase
+  endfunction
+  localparam logic [31:0] VxRcpC1 = 32'h3fb4_b4b5;  // 24/17
+  localparam logic [31:0] VxRcpC2 = 32'h3ef0_f0f1;  // 8/17
+
+  typedef struct packed {
+    logic        done;  // res is the result (a special case)
+    logic [31:0] res;
+    logic [31:0] a;     // exp: the input; rcp: its significand m in [1, 2)
+    logic [31:0] r;     // exp: the reduced argument; rcp: the estimate of 1/m
+    logic [31:0] y;     // exp: k as fp32 (stage 1), then the polynomial
+    logic [31:0] z;     // exp: r^2
+    logic [8:0]  k;     // the power of two to scale by (two's complement)
+    logic        sign;  // rcp: the input's sign
+  } vx_t;
+
+  function automatic logic [31:0] fp32_neg(input logic [31:0] x);
+    return {~x[31], x[30:0]};
+  endfunction
+
+  // x (normal, positive: the sign bit is not read) times 2^k: FTZ below the normal range,
+  // infinity above it.
+  /* verilator lint_off UNUSEDSIGNAL */
+  function automatic logic [31:0] vx_scale(input logic [31:0] x, input logic [8:0] k);
+  /* verilator lint_on UNUSEDSIGNAL */
+    logic [9:0] e;
+    e = {2'b00, x[30:23]} + {k[8], k};
+    if (e[9] || e == '0) return 32'h0;
+    if (e >= 10'd255) return 32'h7f80_0000;
+    return {1'b0, e[7:0], x[22:0]};
+  endfunction
+
+  // Newton step for 1/m: r + r (1 - m r).
+  function automatic logic [31:0] vx_newton(input logic [31:0] m, input logic [31:0] r);
+    return fp32_add(r, fp32_mul(r, fp32_add(VxOne, fp32_neg(fp32_mul(m, r)))));
+  endfunction
+
+  // Stage 1: the special cases; exp: k; rcp: the first estimate.
+  function automatic vx_t vpu_x1(input logic [5:0] op, input logic [31:0] a_in);
+    vx_t         v;
+    logic [31:0] a, t, tm;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic [22:0] kq;  // k + 2^22 - 2^22: only its low 9 bits are k
+    /* verilator lint_on UNUSEDSIGNAL */
+    v = '0;
+    a = fp32_daz(a_in);
+    if (op == tp_isa_pkg::OpVexp) begin
+      v.a = a;
+      if (fp32_is_nan(a)) begin v.done = 1'b1; v.res = FP32_QNAN; end
+      else if (a[30:0] == '0) begin v.done = 1'b1; v.res = VxOne; end
+      else if (!a[31] && a > VxExpHi) begin v.done = 1'b1; v.res = 32'h7f80_0000; end
+      else if (a[31] && a > VxExpLo) begin v.done = 1'b1; v.res = 32'h0; end
+      t   = fp32_mul(a, VxLog2e);
+      tm  = fp32_add(t, VxMagic);         // in [2^23, 2^24): the fraction field is 2^22 + k
+      v.y = fp32_add(tm, fp32_neg(VxMagic));  // k as fp32, exactly
+      kq  = tm[22:0] - 23'h40_0000;
+      v.k = kq[8:0];
+    end else begin  // vrcp
+      v.sign = a[31];
+      v.a    = {9'h07f, a[22:0]};
+      if (fp32_is_nan(a)) begin v.done = 1'b1; v.res = FP32_QNAN; end
+      else if (a[30:23] == 8'h00) begin v.done = 1'b1; v.res = {a[31], 8'hff, 23'h0}; end
+      else if (a[30:23] == 8'hff) begin v.done = 1'b1; v.res = {a[31], 31'h0}; end
+      v.r = fp32_add(VxRcpC1, fp32_neg(fp32_mul(VxRcpC2, v.a)));
+      v.k = 9'd127 - {1'b0, a[30:23]};
+    end
+    return v;
+  endfunction
+
+  // Stage 2: exp: r = a - k ln2 (two constants), r^2 and the polynomial's first step; rcp: a
+  // Newton step.
+  function automatic vx_t vpu_x2(input logic [5:0] op, input vx_t v_in);
+    vx_t v;
+    v = v_in;
+    if (op == tp_isa_pkg::OpVexp) begin
+      v.r = fp32_add(v.a, fp32_neg(fp32_mul(v.y, VxLn2Hi)));
+      v.r = fp32_add(v.r, fp32_neg(fp32_mul(v.y, VxLn2Lo)));
+      v.z = fp32_mul(v.r, v.r);
+      v.y = fp32_add(fp32_mul(vx_exp_p(0), v.r), vx_exp_p(1));
+    end else begin
+      v.r = vx_newton(v.a, v.r);
+    end
+    return v;
+  endfunction
+
+  // Stage 3: exp: the rest of the polynomial; rcp: a Newton step.
+  function automatic vx_t vpu_x3(input logic [5:0] op, input vx_t v_in);
+    vx_t v;
+    v = v_in;
+    if (op == tp_isa_pkg::OpVexp) begin
+      for (int unsigned i = 2; i < 6; i++) v.y = fp32_add(fp32_mul(v.y, v.r), vx_exp_p(i));
+    end else begin
+      v.r = vx_newton(v.a, v.r);
+    end
+    return v;
+  endfunction
+
+  // Stage 4: exp: 1 + r + r^2 y, times 2^k; rcp: the last Newton step, times 2^k, the sign.
+  function automatic logic [31:0] vpu_x4(input logic [5:0] op, input vx_t v);
+    if (v.done) return v.res;
+    if (op == tp_isa_pkg::OpVexp) return vx_scale(fp32_add(fp32_add(fp32_mul(v.y, v.z), v.r), VxOne), v.k);
+    return {v.sign, 31'h0} | vx_scale(vx_newton(v.a, v.r), v.k);
+  endfunction
+
+  // vexp and vrcp through all four stages at once (the lane test's wrapper, tp_vpu_lane).
+  function automatic logic [31:0] vpu_x(input logic [5:0] op, input logic [31:0] a);
+    return vpu_x4(op, vpu_x3(op, vpu_x2(op, vpu_x1(op, a))));
+  endfunction
+
+  // One lane of a one-stage vector op (op_latency 1; vpu_x has the others). a, b: the operand
+  // lanes; m: the mask lane (vsel); imm: the instruction's 32-bit field (vscale). For vredsum /
+  // vredmax this is one step of the fold, a (the running value) with b (the next lane):
+  // fp32_add / fp32_max. Other opcodes give 0.
   function automatic logic [31:0] vpu_lane(input logic [5:0] op, input logic [31:0] a, input logic [31:0] b,
                                            input logic [31:0] m, input logic [31:0] imm);
     logic [31:0] r;

@@ -12,7 +12,8 @@
 //    count it takes); durations: dma.ld / dma.st rows*cols + chip.mem_latency; mxu.lw n (on the
 //    weight loader, after the previous mxu.mm started: that frees the shadow buffer); mxu.mm
 //    rows on the row streamer (after its mxu.lw completed when it switches tiles), complete 2n
-//    later (the array's drain); vector ceil(rows / sublanes) + 4; fence waits for its queue, takes no time;
+//    later (the array's drain); vector ceil(rows / sublanes) + 4, + latency - 1 for the pipelined
+//    ops (the ISA table's latency: vexp, vrcp); fence waits for its queue, takes no time;
 //    ici.send one flit per cycle, rows * (1 + ceil(32 n / ici.flit_bits)) flits (a head flit and
 //    the row's body flits for every row): complete when the last flit has left;
 //  - completions (signals) of a queue are in order; est_cycles is the last completion;
@@ -103,9 +104,9 @@ class DataflowTiming final : public ChipTiming {
         complete = start + f.rows * flits_per_row_;
         unit_free_[q] = complete;
         break;
-      default:  // vector: sublanes rows a cycle
+      default:  // vector: sublanes rows a cycle, plus the op's pipeline stages past the first
         start = std::max(ready, unit_free_[q]);
-        complete = start + (f.rows + sublanes_ - 1) / sublanes_ + 4;
+        complete = start + (f.rows + sublanes_ - 1) / sublanes_ + 4 + (isa::latency(in.op) - 1);
         unit_free_[q] = complete;
         break;
     }

@@ -69,6 +69,79 @@ inline uint32_t fp32_relu(uint32_t a) {
   return fp32_value(a) > 0.0f ? a : 0u;
 }
 
+// ---- exp and reciprocal (docs/numerics.md, "exp and reciprocal") ----------------------------
+// Each is a fixed sequence of the operations above (fp32_mul, fp32_add: round to nearest even,
+// DAZ/FTZ) and of exponent arithmetic on the bits, so that the RTL (rtl/vpu/tp_vpu_pkg.sv,
+// vpu_x_*) gives the same bits with its own fp32 units; the host's libm would not. The RTL runs
+// each in four pipeline stages; the comments mark them.
+namespace vpu_math {
+inline constexpr uint32_t kOne = 0x3f800000u, kTwo = 0x40000000u;
+inline constexpr uint32_t kLog2e = 0x3fb8aa3bu;  // log2(e)
+inline constexpr uint32_t kMagic = 0x4b400000u;  // 1.5 x 2^23: t + kMagic - kMagic rounds t to an integer
+inline constexpr uint32_t kLn2Hi = 0x3f318000u;  // 0.693359375 (9 bits: k x kLn2Hi is exact)
+inline constexpr uint32_t kLn2Lo = 0xb95e8083u;  // ln 2 - kLn2Hi
+inline constexpr uint32_t kExpHi = 0x42c80000u;  // 100: above, exp overflows (> 88.73)
+inline constexpr uint32_t kExpLo = 0xc2d00000u;  // -104: below, exp flushes (< -87.34)
+// e^r on |r| <= ln(2)/2: 1 + r + r^2 (P5 + r (P4 + r (P3 + r (P2 + r (P1 + r P0))))) (Cephes expf)
+inline constexpr uint32_t kExpP[6] = {0x39506967u, 0x3ab743ceu, 0x3c088908u, 0x3d2aa9c1u, 0x3e2aaaaau, 0x3f000000u};
+inline constexpr uint32_t kRcpC1 = 0x3fb4b4b5u;  // 24/17
+inline constexpr uint32_t kRcpC2 = 0x3ef0f0f1u;  // 8/17: 1/m ~ 24/17 - 8/17 m on [1, 2), relative error <= 1/17
+constexpr uint32_t neg(uint32_t x) { return x ^ kFp32Sign; }
+// x with its biased exponent raised by k (k may be negative): FTZ below the normal range,
+// infinity above it. x is normal and positive.
+constexpr uint32_t scale_exp(uint32_t x, int k) {
+  const int e = static_cast<int>((x >> 23) & 0xffu) + k;
+  if (e <= 0) return 0u;
+  if (e >= 255) return kFp32Inf;
+  return (static_cast<uint32_t>(e) << 23) | (x & 0x007fffffu);
+}
+}  // namespace vpu_math
+
+// e^a. NaN -> NaN, +inf -> +inf, -inf -> +0, a zero or denormal -> 1; a > 100 -> +inf, a < -104
+// -> +0; otherwise a = k ln 2 + r (k the nearest integer to a log2 e, r by Cody and Waite's two
+// constants), e^r by a degree-7 polynomial, scaled by 2^k (FTZ when it falls below 2^-126).
+inline uint32_t fp32_exp(uint32_t a) {
+  using namespace vpu_math;
+  if (fp32_is_nan(a)) return kFp32QNaN;
+  a = fp32_flush(a);
+  if ((a & 0x7fffffffu) == 0) return kOne;
+  if (!(a >> 31) && a > kExpHi) return kFp32Inf;  // positive: bigger bits, bigger value
+  if ((a >> 31) && a > kExpLo) return 0u;         // negative: bigger bits, more negative
+  // stage 1: k
+  const uint32_t t = fp32_mul(a, kLog2e);
+  const uint32_t kf = fp32_add(fp32_add(t, kMagic), neg(kMagic));  // k as fp32, exactly
+  const int k = static_cast<int>(fp32_value(kf));
+  // stage 2: r and r^2
+  uint32_t r = fp32_add(a, neg(fp32_mul(kf, kLn2Hi)));
+  r = fp32_add(r, neg(fp32_mul(kf, kLn2Lo)));
+  const uint32_t z = fp32_mul(r, r);
+  // stage 3: the polynomial
+  uint32_t y = kExpP[0];
+  for (int i = 1; i < 6; ++i) y = fp32_add(fp32_mul(y, r), kExpP[i]);
+  // stage 4: 1 + r + r^2 y, times 2^k
+  y = fp32_add(fp32_add(fp32_mul(y, z), r), kOne);
+  return vpu_math::scale_exp(y, k);
+}
+
+// 1 / a. NaN -> NaN, +-0 (and denormals) -> +-inf, +-inf -> +-0; otherwise a = +-m 2^E with m in
+// [1, 2): r = 24/17 - 8/17 m, three Newton steps r += r (1 - m r), then the sign and 2^-E
+// (FTZ when 1/a falls below 2^-126).
+inline uint32_t fp32_rcp(uint32_t a) {
+  using namespace vpu_math;
+  if (fp32_is_nan(a)) return kFp32QNaN;
+  a = fp32_flush(a);
+  const uint32_t sign = a & kFp32Sign;
+  const uint32_t ea = (a >> 23) & 0xffu;
+  if (ea == 0) return sign | kFp32Inf;
+  if (ea == 0xffu) return sign;
+  const uint32_t m = kOne | (a & 0x007fffffu);
+  // stage 1: the first estimate
+  uint32_t r = fp32_add(kRcpC1, neg(fp32_mul(kRcpC2, m)));
+  // stages 2 to 4: one Newton step each (the last also scales)
+  for (int i = 0; i < 3; ++i) r = fp32_add(r, fp32_mul(r, fp32_add(kOne, neg(fp32_mul(m, r)))));
+  return sign | vpu_math::scale_exp(r, 127 - static_cast<int>(ea));
+}
+
 // From the ISA table: the opcodes the vector unit executes, and which of them read b.
 constexpr bool vpu_is_vector_op(isa::Op op) {
   for (const auto& d : isa::kInstrs)
@@ -121,6 +194,10 @@ inline uint32_t vpu_lane(isa::Op op, uint32_t a, uint32_t b, uint32_t m, uint32_
       return fp32_mul(a, imm);
     case isa::Op::vmov:
       return a;
+    case isa::Op::vexp:
+      return fp32_exp(a);
+    case isa::Op::vrcp:
+      return fp32_rcp(a);
     default:
       break;
   }

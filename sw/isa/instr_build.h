@@ -68,6 +68,58 @@ inline isa::Instr halt() {
   i.op = isa::Op::halt;
   return i;
 }
+
+// ---- Activations: short vector programs on vexp and vrcp (docs/numerics.md, "Activations") ----
+//
+// act over `rows` VMEM rows at a into dst, through tmp (rows rows, apart from a and dst); `ones`
+// is a VMEM row of 1.0 in every lane (read broadcast). They are vector instructions only, so
+// they run in order in the vector queue with no semaphore of their own: wait and signal are
+// the first and last instruction's.
+//   sigmoid  1 / (1 + e^-x)                               4 instructions
+//   tanh     2 / (1 + e^-2x) - 1                          6
+//   softmax  over the lanes of each row: e^(x - max) / sum 6 (dst may be a)
+enum class Activation { sigmoid, tanh, softmax };
+
+inline std::vector<isa::Instr> activation(Activation act, uint64_t dst, uint64_t a, uint64_t rows, uint64_t tmp,
+                                          uint64_t ones, unsigned wait = 0, unsigned signal = 0) {
+  using isa::Op;
+  constexpr uint32_t kMinus1 = 0xbf800000u, kMinus2 = 0xc0000000u, kTwo = 0x40000000u;
+  std::vector<isa::Instr> v;
+  auto op = [&](Op o, uint64_t d, uint64_t src, uint64_t b = 0, bool bcast = false, uint32_t imm = 0) {
+    isa::Instr i = vec(o, d, src, rows, 0, 0);
+    i.f.b = b;
+    i.f.b_bcast = bcast ? 1 : 0;
+    i.f.imm = imm;
+    v.push_back(i);
+  };
+  switch (act) {
+    case Activation::sigmoid:
+      op(Op::vscale, tmp, a, 0, false, kMinus1);
+      op(Op::vexp, tmp, tmp);
+      op(Op::vadd, tmp, tmp, ones, true);
+      op(Op::vrcp, dst, tmp);
+      break;
+    case Activation::tanh:
+      op(Op::vscale, tmp, a, 0, false, kMinus2);
+      op(Op::vexp, tmp, tmp);
+      op(Op::vadd, tmp, tmp, ones, true);
+      op(Op::vrcp, tmp, tmp);
+      op(Op::vscale, tmp, tmp, 0, false, kTwo);
+      op(Op::vsub, dst, tmp, ones, true);
+      break;
+    case Activation::softmax:
+      op(Op::vredmax, tmp, a);
+      op(Op::vsub, tmp, a, tmp);
+      op(Op::vexp, tmp, tmp);
+      op(Op::vredsum, dst, tmp);
+      op(Op::vrcp, dst, dst);
+      op(Op::vmul, dst, tmp, dst);
+      break;
+  }
+  v.front().wait = wait;
+  v.back().signal = signal;
+  return v;
+}
 // ---- Segments: programs built from pieces (sw/driver/shard.h, docs/compiler.md "Sharding") ----
 //
 // A sharded chip program is a row of segments (a compiled layer chain, a collective, a vector

@@ -182,6 +182,7 @@ Unit unit_of(const Instr& in) {
 
 bool uses_b(Op op) { return desc(op).uses_b; }
 bool uses_mask(Op op) { return desc(op).uses_mask; }
+unsigned latency(Op op) { return desc(op).latency; }
 
 uint64_t fingerprint(const Preset& p) {
   std::vector<uint8_t> bytes;

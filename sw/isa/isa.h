@@ -76,6 +76,8 @@ Decoded decode(const Word&);
 Unit unit_of(const Instr&);
 bool uses_b(Op);
 bool uses_mask(Op);
+// A vector op's pipeline stages from operands to result (the table's latency; 1 for most).
+unsigned latency(Op);
 
 // One line of assembly that assemble() reads back to the same encoding. Throws like encode().
 std::string disassemble(const Instr&);

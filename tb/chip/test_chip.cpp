@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
 #include <random>
 #include <tuple>
 
@@ -13,10 +15,12 @@
 #include "config.h"
 #include "driver.h"
 #include "fp.h"
+#include "instr_build.h"
 #include "isa.h"
 #include "matmul_shapes.h"
 #include "tb_util.h"
 #include "trace_check.h"
+#include "vpu_ops.h"
 
 namespace {
 
@@ -126,6 +130,103 @@ TEST(Chip, LoadAddStore) {
     }
 }
 
+// vexp and vrcp through the vector unit's pipeline: rows that are not a multiple of the sublanes,
+// a chain (vrcp of vexp), memory stalls, both backends, and every lane against the golden
+// functions. The pipeline costs its latency once per instruction, not per group: a vexp takes
+// exactly 3 cycles (latency 4 - 1) more than a vmov of the same rows.
+TEST(Chip, ExpAndReciprocalArePipelined) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  const unsigned n = preset().mxu.n, rows = 3 * preset().chip.sublanes + 1;
+  // values in [-40, 40] (exp's interesting range), a few specials
+  std::vector<uint32_t> in(std::size_t{rows} * n);
+  for (auto& x : in) x = tp::golden::fp32_bits(std::uniform_real_distribution<float>(-40.0f, 40.0f)(rng));
+  in[0] = 0, in[1] = 0x80000000u, in[2] = 0x7f800000u, in[3] = 0xff800000u, in[4] = 0x7fc00001u, in[5] = 0x00000001u;
+  auto program = [&](const char* op) {
+    return assemble(fmt::format(R"(
+      dma.ld 0, 0, {0}, 1, 1 signal=1
+      {1} 200, 0, {0} wait=1
+      vrcp 400, 200, {0}
+      fence vec signal=2
+      dma.st 200, 100, {0}, 1, 1 wait=2
+      dma.st 400, 200, {0}, 1, 1
+      halt
+    )",
+                                rows, op));
+  };
+  {  // one chip harness at a time
+    Both both(stimulus(seed, 0.3));
+    both.write(0, in);
+    both.run(program("vexp"));
+    both.expect_same(300, "vexp and vrcp");
+    ASSERT_EQ(both.rtl_run.err, 0u) << tp::isa::err_name(static_cast<Err>(both.rtl_run.err)) << " at "
+                                    << both.rtl_run.pc;
+    const auto e = both.rtl.read_mem(100, rows), r = both.rtl.read_mem(200, rows);
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      ASSERT_EQ(e[k], tp::golden::fp32_exp(in[k])) << "lane " << k << " (seed " << seed << ")";
+      ASSERT_EQ(r[k], tp::golden::fp32_rcp(e[k])) << "lane " << k << " (seed " << seed << ")";
+    }
+  }
+  // the latency, on a chip without memory stalls (the two runs then differ only in the op)
+  uint64_t cycles[2];
+  for (int i = 0; i < 2; ++i) {
+    Both b(stimulus(seed));
+    b.write(0, in);
+    b.run(program(i ? "vmov" : "vexp"));
+    b.expect_same(300, i ? "vmov" : "vexp");
+    cycles[i] = b.rtl_run.cycles;
+  }
+  EXPECT_EQ(cycles[0], cycles[1] + 3) << "vexp " << cycles[0] << " cycles, vmov " << cycles[1];
+}
+
+// The activations of sw/isa/instr_build.h as chip programs: sigmoid, tanh and softmax over rows
+// of random values, RTL against the interpreter, and against the host's double-precision
+// functions within docs/numerics.md's bounds (3 ulp, 3e-7 absolute, 48 ulp).
+TEST(Chip, ActivationsRunOnTheChip) {
+  using tp::isa::build::Activation;
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  const unsigned n = preset().mxu.n, rows = 2 * preset().chip.sublanes + 1;
+  std::vector<uint32_t> in(std::size_t{rows} * n), ones(n, 0x3f800000u);
+  for (auto& x : in) x = tp::golden::fp32_bits(std::uniform_real_distribution<float>(-12.0f, 12.0f)(rng));
+  // VMEM: x at 0, ones at 100, tmp at 200, outputs at 300 + 100 k; HBM: x at 0, ones at 50,
+  // outputs at 100 + 50 k
+  std::vector<tp::isa::Instr> code = {tp::isa::build::dma(tp::isa::Op::dma_ld, 0, 0, rows, 1, 1, 0, 0),
+                                      tp::isa::build::dma(tp::isa::Op::dma_ld, 100, 50, 1, 1, 1, 0, 1)};
+  const Activation acts[] = {Activation::sigmoid, Activation::tanh, Activation::softmax};
+  for (unsigned k = 0; k < 3; ++k) {
+    const auto v = tp::isa::build::activation(acts[k], 300 + 100 * k, 0, rows, 200, 100, k == 0 ? 1 : 0, 2);
+    code.insert(code.end(), v.begin(), v.end());
+    code.push_back(tp::isa::build::dma(tp::isa::Op::dma_st, 300 + 100 * k, 100 + 50 * k, rows, 1, 1, 2, 0));
+  }
+  code.push_back(tp::isa::build::halt());
+  tp::isa::Program prog{preset().name, tp::isa::fingerprint(preset()), {}};
+  for (const auto& i : code) prog.code.push_back(tp::isa::encode(i));
+  Both both(stimulus(seed, 0.3));
+  both.write(0, in);
+  both.write(50, ones);
+  both.run(prog);
+  both.expect_same(300, "activations");
+  ASSERT_EQ(both.rtl_run.err, 0u) << tp::isa::err_name(static_cast<Err>(both.rtl_run.err)) << " at " << both.rtl_run.pc;
+  auto ulps = [](uint32_t got, double want) {
+    const auto a = static_cast<int64_t>(got), b = static_cast<int64_t>(tp::golden::fp32_bits(static_cast<float>(want)));
+    return std::llabs(a - b);  // both positive here
+  };
+  const auto sg = both.rtl.read_mem(100, rows), th = both.rtl.read_mem(150, rows), sm = both.rtl.read_mem(200, rows);
+  for (unsigned r = 0; r < rows; ++r) {
+    double mx = -1e300, sum = 0;
+    for (unsigned j = 0; j < n; ++j) mx = std::max(mx, double(tp::golden::fp32_value(in[r * n + j])));
+    for (unsigned j = 0; j < n; ++j) sum += std::exp(double(tp::golden::fp32_value(in[r * n + j])) - mx);
+    for (unsigned j = 0; j < n; ++j) {
+      const std::size_t k = std::size_t{r} * n + j;
+      const double x = tp::golden::fp32_value(in[k]);
+      EXPECT_LE(ulps(sg[k], 1.0 / (1.0 + std::exp(-x))), 3) << "sigmoid(" << x << ")";
+      EXPECT_LE(std::fabs(double(tp::golden::fp32_value(th[k])) - std::tanh(x)), 3e-7) << "tanh(" << x << ")";
+      EXPECT_LE(ulps(sm[k], std::exp(x - mx) / sum), 48) << "softmax row " << r << " lane " << j;
+    }
+  }
+}
+
 // ---- random valid programs -------------------------------------------------------------------
 //
 // A software pipeline of random iterations over double-buffered VMEM regions. Iteration i, slot
@@ -176,7 +277,8 @@ struct Gen {
     wl.vaddr = w0, wl.haddr = 0, wl.rows = 2 * n, wl.cols = 1, wl.hstride = 1;
     static constexpr Op kBinary[] = {Op::vadd, Op::vsub,   Op::vmul,   Op::vmax,
                                      Op::vmin, Op::vcmplt, Op::vcmple, Op::vcmpeq};
-    static constexpr Op kUnary[] = {Op::vrelu, Op::vcvtbf, Op::vcvtf, Op::vredsum, Op::vredmax, Op::vmov, Op::vscale};
+    static constexpr Op kUnary[] = {Op::vrelu, Op::vcvtbf, Op::vcvtf, Op::vredsum, Op::vredmax,
+                                    Op::vmov,  Op::vscale, Op::vexp,  Op::vrcp};
     for (unsigned i = 0; i < iters; ++i) {
       const unsigned s = i % 2, in = in0 + s * R, t = t0 + s * R, u = u0 + s * R, acc = s * R;
       // load
@@ -203,7 +305,8 @@ struct Gen {
       const Op op1 = kBinary[pick(0, std::size(kBinary) - 1)];
       const bool bcast = pick(0, 1);
       vec(op1, t, in, bcast ? c0 + pick(0, R - 1) : c0 + pick(0, R - k), k, false, bcast, 0, kLdV);
-      vec(pick(0, 1) ? Op::vadd : Op::vmov, u, acc, in, k, true, true, 0, kMmV);
+      static constexpr Op kFromAcc[] = {Op::vadd, Op::vmov, Op::vexp};
+      vec(kFromAcc[pick(0, 2)], u, acc, in, k, true, true, 0, kMmV);
       fence(2, 0, kFreeAcc);
       for (unsigned j = pick(0, 3); j > 0; --j) {
         const Op op = kUnary[pick(0, std::size(kUnary) - 1)];
@@ -365,13 +468,14 @@ struct LoopGen {
     t += fmt::format("  fence mxu signal={}\n", +kLFreeInM);
     // vector: T from IN and C, U from ACC, then a few in-place steps, some of them conditional
     static constexpr const char* kBinary[] = {"vadd", "vsub", "vmul", "vmax", "vmin", "vcmplt", "vcmple", "vcmpeq"};
-    static constexpr const char* kUnary[] = {"vrelu", "vcvtbf", "vcvtf", "vredsum", "vredmax", "vmov", "vscale"};
+    static constexpr const char* kUnary[] = {"vrelu", "vcvtbf", "vcvtf", "vredsum", "vredmax",
+                                             "vmov",  "vscale", "vexp",  "vrcp"};
     t += fmt::format("  fence vec wait={}\n  fence vec wait={}\n", +kLFreeT, +kLFreeTI);
     const bool bcast = pick(0, 1);
     t += fmt::format("  {} r4+T, r4+IN, r9, b=C+{}{} wait={}\n", kBinary[pick(0, std::size(kBinary) - 1)],
                      bcast ? pick(0, R - 1) : pick(0, R - kmax), bcast ? ", b_bcast=1" : "", +kLLdV);
     t += fmt::format("  {} r4+U, r4, r9, b=r4+IN, a_acc=1, b_bcast=1 wait={}\n  fence vec signal={}\n",
-                     pick(0, 1) ? "vadd" : "vmov", +kLMmV, +kLFreeAcc);
+                     std::array{"vadd", "vmov", "vexp"}[pick(0, 2)], +kLMmV, +kLFreeAcc);
     for (unsigned j = pick(0, 3), label = 0; j > 0; --j, ++label) {
       const char* op = kUnary[pick(0, std::size(kUnary) - 1)];
       const char* dst = pick(0, 1) ? "T" : "U";

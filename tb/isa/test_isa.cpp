@@ -342,6 +342,8 @@ w: mxu.lw W wait=1
   vscale 100, 100, 8, imm=HALF
   vscale 100, 100, 8, imm=0x3f800000
   vmov 1, 2, 3
+  vexp 1, 2, 3
+  vrcp 1, 2, 3, a_acc=1
   vmov end, w, start+1
   fence vec signal=4
   fence 3
@@ -408,7 +410,9 @@ TEST(IsaAsm, EveryMnemonic) {
       make(Op::vscale, {{F::dst, 100}, {F::a, 100}, {F::rows, 8}, {F::imm, 0x3f000000}}),
       make(Op::vscale, {{F::dst, 100}, {F::a, 100}, {F::rows, 8}, {F::imm, 0x3f800000}}),
       make(Op::vmov, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}}),
-      make(Op::vmov, {{F::dst, 55}, {F::a, 2}, {F::rows, 1}}),  // end = 55 (after halt), w = 2, start = 0
+      make(Op::vexp, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}}),
+      make(Op::vrcp, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::a_acc, 1}}),
+      make(Op::vmov, {{F::dst, 57}, {F::a, 2}, {F::rows, 1}}),  // end = 57 (after halt), w = 2, start = 0
       make(Op::fence, {{F::unit, 2}}, 0, 4),
       make(Op::fence, {{F::unit, 3}}),
       make(Op::fence, {{F::unit, 4}}, 5, 0),
@@ -416,7 +420,7 @@ TEST(IsaAsm, EveryMnemonic) {
            2),
       make(Op::ici_send, {{F::vaddr, 72}, {F::raddr, 64}, {F::rows, 1}, {F::dx, 31}, {F::dy, neg(32)}, {F::abs, 1}}),
       make(Op::ici_send, {{F::vaddr, 1}, {F::raddr, 2}, {F::rows, 3}, {F::dx, neg(31)}, {F::dy, neg(1)}}),
-      make(Op::add, {{F::rd, 1}, {F::rs1, 2}, {F::rs2, 3}}),  // top = 35
+      make(Op::add, {{F::rd, 1}, {F::rs1, 2}, {F::rs2, 3}}),  // top = 37
       make(Op::sub, {{F::rd, 31}, {F::rs1, 0}, {F::rs2, 1}}),
       make(Op::and_, {{F::rd, 4}, {F::rs1, 5}, {F::rs2, 6}}),
       make(Op::or_, {{F::rd, 7}, {F::rs1, 8}, {F::rs2, 9}}),
@@ -430,12 +434,12 @@ TEST(IsaAsm, EveryMnemonic) {
       make(Op::srli, {{F::rd, 29}, {F::rs1, 30}, {F::simm, 0}}),
       make(Op::li, {{F::rd, 1}, {F::simm, 0x7fffffff}}),
       make(Op::li, {{F::rd, 2}, {F::simm, neg(0x80000000)}}),
-      make(Op::beq, {{F::rs1, 1}, {F::rs2, 2}, {F::target, 35}}),
-      make(Op::bne, {{F::rs1, 3}, {F::rs2, 4}, {F::target, 54}}),
-      make(Op::blt, {{F::rs1, 5}, {F::rs2, 6}, {F::target, 54}}),
+      make(Op::beq, {{F::rs1, 1}, {F::rs2, 2}, {F::target, 37}}),
+      make(Op::bne, {{F::rs1, 3}, {F::rs2, 4}, {F::target, 56}}),
+      make(Op::blt, {{F::rs1, 5}, {F::rs2, 6}, {F::target, 56}}),
       make(Op::bge, {{F::rs1, 7}, {F::rs2, 0}, {F::target, 0}}),
-      make(Op::loop, {{F::rd, 31}, {F::target, 35}}),
-      make(Op::halt, {}),  // halt_here = 54
+      make(Op::loop, {{F::rd, 31}, {F::target, 37}}),
+      make(Op::halt, {}),  // halt_here = 56
   };
   ASSERT_EQ(p.code.size(), want.size());
   std::set<Op> seen;

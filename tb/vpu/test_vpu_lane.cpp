@@ -173,4 +173,25 @@ TEST_F(VpuLane, TwoMillionRandomPairs) {
   EXPECT_EQ(failures_, 0u);
 }
 
+// vexp and vrcp over their whole working range, where random bit patterns rarely land: every
+// 64th fp32 value of exp's range [-104, 100] (both signs, about 35 million values below 2^-25
+// included), the boundaries of the range and of the flush to zero, and every significand of
+// the reciprocal at a few exponents (1, 2^-126 and 2^126, where 1/a is at the flush threshold).
+TEST_F(VpuLane, ExpAndReciprocalOverTheirRange) {
+  for (uint32_t mag = 0; mag <= 0x42d00000u; mag += 256) {
+    const uint32_t x = mag + static_cast<uint32_t>(rng_() % 256);
+    check(Op::vexp, x, 0, 0, 0);
+    check(Op::vexp, x | 0x80000000u, 0, 0, 0);
+  }
+  // the thresholds: 100 and -104 (the bounds of the algorithm), ln(2^128) ~ 88.72 (overflow),
+  // ln(2^-126) ~ -87.34 (flush), with their neighbours
+  for (uint32_t c : {0x42c80000u, 0xc2d00000u, 0x42b17218u, 0xc2aeac50u, 0xc2aeac4fu, 0x42b17217u})
+    for (uint32_t d = 0; d < 256; ++d) check(Op::vexp, c - 128 + d, 0, 0, 0);
+  for (uint32_t e : {127u, 1u, 126u, 253u, 254u})
+    for (uint32_t f = 0; f < (1u << 23); f += 1u + static_cast<uint32_t>(rng_() % 16))
+      check(Op::vrcp, (e << 23) | f | (rng_() % 2 ? 0x80000000u : 0u), 0, 0, 0);
+  fmt::print("{} lanes checked\n", checked_);
+  EXPECT_EQ(failures_, 0u);
+}
+
 }  // namespace
