@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   CLI::App app{fmt::format("tensorpod MXU benchmark ({} preset)", TP_PRESET)};
   unsigned tiles = 0, rows = 0;
   std::string out = "build/reports/mxu.json";
-  app.add_option("--tiles", tiles, "weight tiles in the stream (default: at least 64, about 2^27 MACs)");
+  app.add_option("--tiles", tiles, "weight tiles in the stream (default: 2^17 activation rows in all)");
   app.add_option("--rows", rows, "activation rows per tile (default 4 x array size)");
   app.add_option("--out", out, "JSON report to merge this preset's entry into")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -48,10 +48,10 @@ int main(int argc, char** argv) {
     const unsigned n = preset.mxu.n;
     if (rows == 0) rows = 4 * n;
     if (tiles == 0) {
-      // About 2^27 MACs (64 to 4096 tiles): long enough to time small and v2 reliably; tiny, capped
-      // at 4096 tiles to bound the queued stimulus, runs for a fraction of a second.
-      const double per_tile = double(rows) * n * n;
-      tiles = static_cast<unsigned>(std::clamp((1u << 27) / per_tile, 64.0, 4096.0));
+      // The same stream at every preset, 2^17 activation rows (4096 tiles at tiny, 256 at v2), so
+      // that the utilization's one fill and drain (3N + 3 cycles) weighs the same everywhere and
+      // the speeds are timed over about 131 k cycles.
+      tiles = std::max(1u, (1u << 17) / rows);
     }
     if (rows > preset.mxu.acc_rows)
       throw std::invalid_argument(fmt::format("--rows {} exceeds the {} accumulator rows", rows, preset.mxu.acc_rows));
