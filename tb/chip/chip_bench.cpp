@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
                             {"instructions", run.instructions},
                             {"form", tp::compiler::form_name(run.form)},
                             {"sim_cycles_per_s", double(run.cycles) / secs},
+                            {"sim_macs_per_s", double(s) * double(s) * double(s) / secs},
                             {"counters", run.counters}};
         // The energy estimate from the run's counters (docs/energy.md).
         const auto model = tp::energy::EnergyModel::for_preset(p);
