@@ -198,20 +198,25 @@ module tp_vpu
   end
 
   // ---- the pipelined ops: stages 1 .. 3 (vx_t per lane), stage 4 into the result registers -------
-  // The N x S lanes' stage registers are updated in place by blocking assignments, the last
+  // The N x S lanes' stage registers x_q are updated in place by blocking assignments, the last
   // stage first, so that each reads the value from before the clock edge (as the MXU's array
   // does, docs/mxu.md "Simulation speed"): Verilator keeps the lane loops as C++ loops. x_q is
-  // read only here; xres_q only by the write data below.
-  logic [S-1:0]    xv_q [XS];  // the live rows of the group in each stage
-  logic [31:0]     xg_q [XS];  // its group number
-  tp_vpu_pkg::vx_t x_q [XS][S][N];
-  logic [W-1:0]    xres_q [S];
-  logic            adv;  // the result registers take a group this cycle (pipelined ops: all stages move)
+  // read only in this process. The result registers xres_q, which VMEM samples on the same
+  // edge, take a non-blocking assignment (a packed vector, which Verilator delays inside a kept
+  // loop).
+  logic [S-1:0]          xv_q [XS];  // the live rows of the group in each stage
+  logic [31:0]           xg_q [XS];  // its group number
+  tp_vpu_pkg::vx_t       x_q [XS][S][N];
+  logic [S-1:0][W-1:0]   xres_q;
+  logic                  adv;   // the result registers take a group this cycle
+  logic                  xadv;  // a pipelined op's stages all move this cycle
+  assign xadv = xop_q && busy_q && adv;
+  /* verilator lint_off BLKSEQ */
   always_ff @(posedge clk_i) begin : x_pipe
-    if (xop_q && adv) begin
+    if (xadv) begin
       for (int s = 0; s < S; s++) begin
         for (int j = 0; j < N; j++) begin
-          xres_q[s][j*32+:32] = tp_vpu_pkg::vpu_x4(op_q, x_q[2][s][j]);
+          xres_q[s][j*32+:32] <= tp_vpu_pkg::vpu_x4(op_q, x_q[2][s][j]);
           x_q[2][s][j] = tp_vpu_pkg::vpu_x3(op_q, x_q[1][s][j]);
           x_q[1][s][j] = tp_vpu_pkg::vpu_x2(op_q, x_q[0][s][j]);
           x_q[0][s][j] = tp_vpu_pkg::vpu_x1(op_q, a_row[s][j*32+:32]);
@@ -219,6 +224,7 @@ module tp_vpu
       end
     end
   end
+  /* verilator lint_on BLKSEQ */
 
   // ---- result registers -> VMEM ----------------------------------------------------------------
   logic [S-1:0]  out_valid_q, wr_fire;
@@ -243,7 +249,7 @@ module tp_vpu
   assign out_free   = (out_valid_q & ~wr_fire) == '0;
   assign adv        = out_free;
   assign take       = ops_ready && adv && |live;  // no empty group past the last row
-  assign moving_o   = take || (|wr_fire) || (xop_q && (|{xv_q[0], xv_q[1], xv_q[2]}));
+  assign moving_o   = take || (|wr_fire) || (xadv && (|{xv_q[0], xv_q[1], xv_q[2]}));
   assign idle_o     = !busy_q;
   assign cmpl_o     = busy_q && (|wr_fire) && (written_q + 32'(nfire) == rows_q);
   assign cmpl_sig_o = sig_q;
@@ -294,7 +300,7 @@ module tp_vpu
         sig_q      <= f_signal(instr_i);
         gathered_q <= '0;
       end else begin
-        if (xop_q && adv) begin
+        if (xadv) begin
           // every stage moves: stage 3 into the result registers, the operands into stage 1
           out_valid_q <= xv_q[XS-1];
           out_group_q <= xg_q[XS-1];

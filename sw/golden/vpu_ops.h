@@ -72,10 +72,10 @@ inline uint32_t fp32_relu(uint32_t a) {
 // ---- exp and reciprocal (docs/numerics.md, "exp and reciprocal") ----------------------------
 // Each is a fixed sequence of the operations above (fp32_mul, fp32_add: round to nearest even,
 // DAZ/FTZ) and of exponent arithmetic on the bits, so that the RTL (rtl/vpu/tp_vpu_pkg.sv,
-// vpu_x_*) gives the same bits with its own fp32 units; the host's libm would not. The RTL runs
+// vpu_x1 .. vpu_x4) gives the same bits with its own fp32 units; the host's libm would not. The RTL runs
 // each in four pipeline stages; the comments mark them.
 namespace vpu_math {
-inline constexpr uint32_t kOne = 0x3f800000u, kTwo = 0x40000000u;
+inline constexpr uint32_t kOne = 0x3f800000u;
 inline constexpr uint32_t kLog2e = 0x3fb8aa3bu;  // log2(e)
 inline constexpr uint32_t kMagic = 0x4b400000u;  // 1.5 x 2^23: t + kMagic - kMagic rounds t to an integer
 inline constexpr uint32_t kLn2Hi = 0x3f318000u;  // 0.693359375 (9 bits: k x kLn2Hi is exact)

@@ -131,9 +131,9 @@ TEST(Chip, LoadAddStore) {
 }
 
 // vexp and vrcp through the vector unit's pipeline: rows that are not a multiple of the sublanes,
-// a chain (vrcp of vexp), memory stalls, both backends, and every lane against the golden
-// functions. The pipeline costs its latency once per instruction, not per group: a vexp takes
-// exactly 3 cycles (latency 4 - 1) more than a vmov of the same rows.
+// a chain (vrcp of vexp), both backends, and every lane against the golden functions. The
+// pipeline costs its latency once per instruction, not per group: a vexp takes exactly 3 cycles
+// (latency 4 - 1) more than a vmov of the same rows. Then the pipeline under back-pressure.
 TEST(Chip, ExpAndReciprocalArePipelined) {
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
   std::mt19937_64 rng(seed);
@@ -177,6 +177,31 @@ TEST(Chip, ExpAndReciprocalArePipelined) {
     cycles[i] = b.rtl_run.cycles;
   }
   EXPECT_EQ(cycles[0], cycles[1] + 3) << "vexp " << cycles[0] << " cycles, vmov " << cycles[1];
+
+  // Back-pressure on the pipeline: vexp and vrcp over 64 rows while a 256-row load writes the
+  // same VMEM banks, so the vector unit's writes are refused and the stages stall (the vector
+  // unit's stalled counter says it happened).
+  const unsigned big = 64;
+  std::vector<uint32_t> in2(std::size_t{big} * n);
+  for (auto& x : in2) x = tp::golden::fp32_bits(std::uniform_real_distribution<float>(-40.0f, 40.0f)(rng));
+  Both b(stimulus(seed));
+  b.write(0, in2);
+  b.run(assemble(fmt::format(R"(
+    dma.ld 0, 0, {0}, 1, 1 signal=1
+    dma.ld 400, 1000, 256, 1, 1
+    vexp 200, 0, {0} wait=1
+    vrcp 200, 200, {0}
+    fence vec signal=2
+    dma.st 200, 100, {0}, 1, 1 wait=2
+    halt
+  )",
+                             big)));
+  b.expect_same(200, "vexp and vrcp under VMEM back-pressure");
+  ASSERT_EQ(b.rtl_run.err, 0u) << tp::isa::err_name(static_cast<Err>(b.rtl_run.err)) << " at " << b.rtl_run.pc;
+  const auto got = b.rtl.read_mem(100, big);
+  for (std::size_t k = 0; k < in2.size(); ++k)
+    ASSERT_EQ(got[k], tp::golden::fp32_rcp(tp::golden::fp32_exp(in2[k]))) << "lane " << k << " (seed " << seed << ")";
+  EXPECT_GT(b.rtl.counter(tp::tb::ctr::unit_counter(2, 2)), 0u) << "the vector unit never stalled on VMEM";
 }
 
 // The activations of sw/isa/instr_build.h as chip programs: sigmoid, tanh and softmax over rows
@@ -305,8 +330,8 @@ struct Gen {
       const Op op1 = kBinary[pick(0, std::size(kBinary) - 1)];
       const bool bcast = pick(0, 1);
       vec(op1, t, in, bcast ? c0 + pick(0, R - 1) : c0 + pick(0, R - k), k, false, bcast, 0, kLdV);
-      static constexpr Op kFromAcc[] = {Op::vadd, Op::vmov, Op::vexp};
-      vec(kFromAcc[pick(0, 2)], u, acc, in, k, true, true, 0, kMmV);
+      static constexpr Op kFromAcc[] = {Op::vadd, Op::vmov, Op::vexp, Op::vrcp};
+      vec(kFromAcc[pick(0, 3)], u, acc, in, k, true, true, 0, kMmV);
       fence(2, 0, kFreeAcc);
       for (unsigned j = pick(0, 3); j > 0; --j) {
         const Op op = kUnary[pick(0, std::size(kUnary) - 1)];
@@ -475,7 +500,7 @@ struct LoopGen {
     t += fmt::format("  {} r4+T, r4+IN, r9, b=C+{}{} wait={}\n", kBinary[pick(0, std::size(kBinary) - 1)],
                      bcast ? pick(0, R - 1) : pick(0, R - kmax), bcast ? ", b_bcast=1" : "", +kLLdV);
     t += fmt::format("  {} r4+U, r4, r9, b=r4+IN, a_acc=1, b_bcast=1 wait={}\n  fence vec signal={}\n",
-                     std::array{"vadd", "vmov", "vexp"}[pick(0, 2)], +kLMmV, +kLFreeAcc);
+                     std::array{"vadd", "vmov", "vexp", "vrcp"}[pick(0, 3)], +kLMmV, +kLFreeAcc);
     for (unsigned j = pick(0, 3), label = 0; j > 0; --j, ++label) {
       const char* op = kUnary[pick(0, std::size(kUnary) - 1)];
       const char* dst = pick(0, 1) ? "T" : "U";

@@ -127,13 +127,26 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Figure> figs;
-  Figure ex{"vexp", "[-104, 100]"};
-  for_each_value(-104.0f, 100.0f, step, [&](uint32_t x) { ex.add(x, fp32_exp(x), std::exp(double(fp32_value(x)))); });
+  // exp over [-104, 100] but |a| < 2^-25, where e^a rounds to 1 (checked apart: exactly 1).
+  Figure ex{"vexp", "[-104, 100] without |a| < 2^-25"};
+  uint64_t tiny_not_one = 0;
+  for_each_value(-104.0f, 100.0f, step, [&](uint32_t x) {
+    if ((x & 0x7fffffffu) < 0x33000000u) {
+      tiny_not_one += fp32_exp(x) != 0x3f800000u;
+      return;
+    }
+    ex.add(x, fp32_exp(x), std::exp(double(fp32_value(x))));
+  });
   figs.push_back(ex);
   // 1/a depends on a's significand; its exponent only scales the result (exactly, but for the
   // flush below 2^-126), so every significand at the exponents around 1 and at both ends is all.
-  Figure r{"vrcp", "every significand at exponents -126, -125, -1, 0, 1, 125, 126, 127"};
-  for (uint32_t e : {1u, 2u, 126u, 127u, 128u, 252u, 253u, 254u})
+  // (at exponents 126 and 127 every 1/a flushes to 0 but 1/2^126 = 2^-126: checked apart)
+  Figure r{"vrcp", "every significand at exponents -126, -125, -1, 0, 1, 125"};
+  uint64_t big_not_zero = 0;
+  for (uint32_t e : {253u, 254u})
+    for (uint32_t f = 0; f < (1u << 23); f += step)
+      big_not_zero += fp32_rcp((e << 23) | f) != ((e == 253 && f == 0) ? 0x00800000u : 0u);
+  for (uint32_t e : {1u, 2u, 126u, 127u, 128u, 252u})
     for (uint32_t f = 0; f < (1u << 23); f += step) {
       const uint32_t x = (e << 23) | f;
       r.add(x, fp32_rcp(x), 1.0 / double(fp32_value(x)));
@@ -173,7 +186,9 @@ int main(int argc, char** argv) {
   // The bounds docs/numerics.md states: ulps against the correctly rounded result; tanh's absolute error.
   const std::vector<std::pair<std::string, int64_t>> bound_ulp = {
       {"vexp", 1}, {"vrcp", 1}, {"sigmoid", 3}, {"softmax8", 48}, {"softmax128", 48}};
-  bool ok = true;
+  bool ok = tiny_not_one == 0 && big_not_zero == 0;
+  if (!ok)
+    fmt::print("vexp of |a| < 2^-25 not 1: {}; vrcp of a >= 2^126 not flushed: {}\n", tiny_not_one, big_not_zero);
   nlohmann::json report = {{"benchmark", "numerics"}, {"results", nlohmann::json::array()}};
   for (const auto& f : figs) {
     auto j = f.json();
@@ -185,6 +200,8 @@ int main(int argc, char** argv) {
                f.abs ? fmt::format(", max abs error {:.3g}", f.max_abs) : "");
     report["results"].push_back(j);
   }
+  report["exp_tiny_not_one"] = tiny_not_one;
+  report["rcp_huge_not_zero"] = big_not_zero;
   report["step"] = step;
   report["act_step"] = act_step;
   std::ofstream(out) << report.dump(2) << "\n";
