@@ -1,8 +1,9 @@
 // Load DMA (docs/chip.md): dma.ld copies a 2D block of HBM beats into consecutive VMEM rows.
 // Requests go out one beat per cycle as the memory takes them; responses come back in order and
 // are written into VMEM as the bank arbiter lets them. The next instruction's requests go out
-// while the previous one's data still arrives (two instructions in flight), so the memory's
-// latency is paid once per stream of loads, not once per load.
+// while the previous ones' data still arrives (up to four instructions in flight), so the
+// memory's latency is paid once per stream of loads, not once per load: with two, a short load
+// between two long ones (a weight tile between two K-tiles of A) exposed the latency again.
 module tp_dma_ld
   import tp_isa_pkg::*;
 #(
@@ -52,7 +53,7 @@ module tp_dma_ld
   logic [63:0]   bytes_q;
 
   assign d_in = {20'(dma_vaddr(instr_i)), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};
-  tp_fifo #(.Width(DW), .Depth(2)) u_desc (
+  tp_fifo #(.Width(DW), .Depth(4)) u_desc (
     .clk_i,
     .rst_ni,
     .valid_i (start_i),

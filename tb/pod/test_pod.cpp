@@ -258,8 +258,8 @@ void training(unsigned kx, unsigned ky, unsigned steps, double want_cycles_per_s
   }
 }
 
-TEST(Pod, Train1x1) { training(1, 1, 4, 8572); }
-TEST(Pod, Train2x2) { training(2, 2, 4, 6532); }
+TEST(Pod, Train1x1) { training(1, 1, 4, 8056); }
+TEST(Pod, Train2x2) { training(2, 2, 4, 6028); }
 
 // Every collective on golden pods up to 8x8, sizes that do not divide the chip count, against
 // the host reference.
