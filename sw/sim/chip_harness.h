@@ -145,8 +145,8 @@ class ChipHarness {
   ~ChipHarness() {
     if (cmdlog_) std::fclose(cmdlog_);
     if (trace_) trace_->close();
-    top_->final();
-    write_coverage(*ctx_);
+    trace_.reset();
+    end_model(*ctx_, top_);
   }
   ChipHarness(const ChipHarness&) = delete;
   ChipHarness& operator=(const ChipHarness&) = delete;

@@ -7,6 +7,8 @@
 
 #include <verilated.h>
 
+#include <memory>
+
 #ifdef TP_COVERAGE
 #include <unistd.h>
 #include <verilated_cov.h>
@@ -38,6 +40,20 @@ inline void write_coverage([[maybe_unused]] VerilatedContext& ctx) {
       std::string(TP_COVERAGE_DIR) + "/cov_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".dat";
   ctx.coveragep()->write(file.c_str());
 #endif
+}
+
+// Ends a harness's model: final(), its coverage counts, then the model itself. A Verilated
+// model's scopes erase themselves through Verilated::threadContextp(), the context created last
+// in this thread, not necessarily the model's own (Verilator 5.006, VerilatedScope's
+// destructor): so point it at ctx first. Otherwise ending a harness while a newer one lives
+// erases from the newer context, and ending an older one after a newer one has gone locks the
+// freed context's mutex and hangs.
+template <class Model>
+void end_model(VerilatedContext& ctx, std::unique_ptr<Model>& model) {
+  model->final();
+  write_coverage(ctx);
+  Verilated::threadContextp(&ctx);
+  model.reset();
 }
 
 }  // namespace tp::tb

@@ -57,10 +57,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     apply_regs();
     model_.set_ici_sender([this](golden::IciMessage m) { packetize(m); });
   }
-  ~GoldenPodChip() override {
-    r_->final();
-    tb::write_coverage(*ctx_);
-  }
+  ~GoldenPodChip() override { tb::end_model(*ctx_, r_); }
 
   std::string backend() const override { return "golden"; }
   unsigned lanes() const override { return p_.mxu.n; }

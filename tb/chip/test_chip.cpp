@@ -252,6 +252,26 @@ TEST(Chip, ActivationsRunOnTheChip) {
   }
 }
 
+// Harnesses end in any order: a newer chip ended while an older one lives, then the older one
+// (Verilated scopes erase through the thread's current context: tp::tb::end_model). This hung
+// before; a hang here shows as the test's timeout.
+TEST(Chip, HarnessesEndInAnyOrder) {
+  const auto prog = assemble("vmov 200, 0, 7\nhalt\n");
+  auto older = std::make_unique<Both>(stimulus(1));
+  older->run(prog);
+  {
+    Both newer(stimulus(2));
+    newer.run(prog);
+    newer.expect_same(16, "the newer chip");
+  }
+  older->run(prog);
+  older->expect_same(16, "the older chip, after the newer one ended");
+  older.reset();
+  Both last(stimulus(3));  // and a new one after both
+  last.run(prog);
+  last.expect_same(16, "a chip after both");
+}
+
 // ---- random valid programs -------------------------------------------------------------------
 //
 // A software pipeline of random iterations over double-buffered VMEM regions. Iteration i, slot
