@@ -120,6 +120,7 @@ inline std::vector<isa::Instr> activation(Activation act, uint64_t dst, uint64_t
   v.back().signal = signal;
   return v;
 }
+
 // ---- Segments: programs built from pieces (sw/driver/shard.h, docs/compiler.md "Sharding") ----
 //
 // A sharded chip program is a row of segments (a compiled layer chain, a collective, a vector

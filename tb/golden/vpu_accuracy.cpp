@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
       r.add(x, fp32_rcp(x), 1.0 / double(fp32_value(x)));
     }
   figs.push_back(r);
-  Figure s{"sigmoid", "[-20, 20]", 0, 0, 0, 0, true}, t{"tanh", "[-20, 20]", 0, 0, 0, 0, true};
+  Figure s{"sigmoid", "[-20, 20]"}, t{"tanh", "[-20, 20]"};
+  s.abs = t.abs = true;
   Lane sigmoid(Activation::sigmoid), tanh(Activation::tanh);
   for_each_value(-20.0f, 20.0f, act_step, [&](uint32_t x) {
     const double v = fp32_value(x);
@@ -163,13 +164,8 @@ int main(int argc, char** argv) {
   figs.push_back(t);
   std::mt19937_64 rng(seed);
   for (unsigned lanes : {8u, 128u}) {
-    Figure m{fmt::format("softmax{}", lanes),
-             fmt::format("{} random rows of {} lanes in [-20, 20]", rows, lanes),
-             0,
-             0,
-             0,
-             0,
-             true};
+    Figure m{fmt::format("softmax{}", lanes), fmt::format("{} random rows of {} lanes in [-20, 20]", rows, lanes)};
+    m.abs = true;
     std::vector<std::vector<uint32_t>> vmem(4, std::vector<uint32_t>(lanes, 0u));
     for (unsigned k = 0; k < rows; ++k) {
       for (auto& x : vmem[0]) x = fp32_bits(std::uniform_real_distribution<float>(-20.0f, 20.0f)(rng));
