@@ -3,10 +3,13 @@
 // vec, store, ici), the semaphores, and the error and done logic. Units see their queue's head
 // instruction (u_instr_o) and take it with u_start_o.
 //
-// The front end is also the scalar unit: 32 registers (r0 = 0), one scalar instruction or branch
-// per cycle, and a taken branch fetches its target in the next cycle (no bubble: the instruction
-// memory is read combinationally). A unit instruction's register fields are resolved here
-// (R[reg] + field, checked exactly) and the unit gets the resolved word.
+// The front end is also the scalar unit: 32 registers (r0 = 0), and a taken branch fetches its
+// target in the next cycle (no bubble: the instruction memory is read combinationally). It issues
+// up to two instructions a cycle: the one at PC, and the one at PC + 1 as well when that is a
+// scalar instruction or branch that passes its checks, the first is not a taken branch, and it
+// reads no register the first writes (a unit instruction writes none, and pairs only when it
+// dispatches). A unit instruction's register fields are resolved here (R[reg] + field, checked
+// exactly) and the unit gets the resolved word.
 //
 // In a pod (pod_i: the chip's slice has more than one chip) another chip may still signal a
 // semaphore, so a chip whose queues all wait is not a deadlock here: it raises waiting_o (with
@@ -93,7 +96,35 @@ module tp_core
   assign raw    = (pc_q < 32'(ImemWords)) ? imem_q[pc_q] : '0;
   assign ins    = resolve(raw, regs_q);
   assign op     = f_opcode(raw);
-  assign scalar = op_legal(op) && op_unit(op) == UnitFront && op != OpHalt;
+  function automatic logic is_scalar(input instr_t i);
+    return op_legal(f_opcode(i)) && op_unit(f_opcode(i)) == UnitFront && f_opcode(i) != OpHalt;
+  endfunction
+  // A scalar instruction's own checks (after the opcode and the reserved bits).
+  function automatic logic [7:0] scalar_chk(input instr_t i, input logic [31:0] len);
+    logic [5:0] o;
+    logic [7:0] e;
+    o = f_opcode(i);
+    e = ErrNone;
+    if (f_wait(i) != 0 || f_signal(i) != 0) e = ErrBadField;  // the front end has no semaphores
+    else if ((o == OpSlli || o == OpSrli) && alui_simm(i) > 32'd31) e = ErrBadField;
+    else if (o == OpLoop && loop_rd(i) == 0) e = ErrBadField;
+    else if (o == OpLoop && 32'(loop_target(i)) >= len) e = ErrBranchRange;
+    else if ((o == OpBeq || o == OpBne || o == OpBlt || o == OpBge) && 32'(br_target(i)) >= len) e = ErrBranchRange;
+    return e;
+  endfunction
+  // Whether scalar instruction i reads register r (r0 is never a dependence).
+  function automatic logic reads_reg(input instr_t i, input logic [4:0] r);
+    logic [5:0] o;
+    logic       d;
+    o = f_opcode(i);
+    d = 1'b0;  // li reads none
+    if (o >= OpAdd && o <= OpSltu) d = alu_rs1(i) == r || alu_rs2(i) == r;
+    else if (o == OpAddi || o == OpSlli || o == OpSrli) d = alui_rs1(i) == r;
+    else if (o >= OpBeq && o <= OpBge) d = br_rs1(i) == r || br_rs2(i) == r;
+    else if (o == OpLoop) d = loop_rd(i) == r;
+    return d && r != 0;
+  endfunction
+  assign scalar = is_scalar(raw);
 
   // ---- checks, in the order docs/chip.md gives --------------------------------------------
   function automatic logic [63:0] w(input logic [31:0] x);
@@ -137,12 +168,7 @@ module tp_core
     end else if (reserved_set(raw)) begin
       chk = ErrBadField;
     end else if (scalar) begin
-      if (f_wait(raw) != 0 || f_signal(raw) != 0) chk = ErrBadField;  // the front end has no semaphores
-      else if ((op == OpSlli || op == OpSrli) && alui_simm(raw) > 32'd31) chk = ErrBadField;
-      else if (op == OpLoop && loop_rd(raw) == 0) chk = ErrBadField;
-      else if (op == OpLoop && 32'(loop_target(raw)) >= prog_len_i) chk = ErrBranchRange;
-      else if ((op == OpBeq || op == OpBne || op == OpBlt || op == OpBge) && 32'(br_target(raw)) >= prog_len_i)
-        chk = ErrBranchRange;
+      chk = scalar_chk(raw, prog_len_i);
     end else begin
       case (op)
         OpDmaLd, OpDmaSt: begin
@@ -188,51 +214,69 @@ module tp_core
     end
   end
 
-  // ---- the scalar unit --------------------------------------------------------------------
-  logic [31:0] s_a, s_b, s_imm, s_res, s_next;
-  logic [4:0]  s_rd;
-  logic        s_we;
-  always_comb begin
-    s_a    = regs_q[alu_rs1(raw)];
-    s_b    = regs_q[alu_rs2(raw)];
-    s_imm  = alui_simm(raw);
-    s_rd   = alu_rd(raw);
-    s_we   = 1'b1;
-    s_res  = '0;
-    s_next = pc_q + 1;
-    case (op)
-      OpAdd:  s_res = s_a + s_b;
-      OpSub:  s_res = s_a - s_b;
-      OpAnd:  s_res = s_a & s_b;
-      OpOr:   s_res = s_a | s_b;
-      OpXor:  s_res = s_a ^ s_b;
-      OpSll:  s_res = s_a << s_b[4:0];
-      OpSrl:  s_res = s_a >> s_b[4:0];
-      OpSlt:  s_res = 32'($signed(s_a) < $signed(s_b));
-      OpSltu: s_res = 32'(s_a < s_b);
-      OpAddi: s_res = s_a + s_imm;
-      OpSlli: s_res = s_a << s_imm[4:0];
-      OpSrli: s_res = s_a >> s_imm[4:0];
+  // ---- the scalar unit: two issue slots ------------------------------------------------------
+  typedef struct packed {
+    logic        we;
+    logic [4:0]  rd;
+    logic [31:0] res;
+    logic [31:0] next;
+  } s_out_t;
+  function automatic s_out_t scalar_exec(input instr_t i, input regs_t rg, input logic [31:0] pc);
+    s_out_t      o;
+    logic [31:0] a, b, imm;
+    logic [5:0]  opc;
+    opc    = f_opcode(i);
+    a      = rg[alu_rs1(i)];
+    b      = rg[alu_rs2(i)];
+    imm    = alui_simm(i);
+    o.rd   = alu_rd(i);
+    o.we   = 1'b1;
+    o.res  = '0;
+    o.next = pc + 1;
+    case (opc)
+      OpAdd:  o.res = a + b;
+      OpSub:  o.res = a - b;
+      OpAnd:  o.res = a & b;
+      OpOr:   o.res = a | b;
+      OpXor:  o.res = a ^ b;
+      OpSll:  o.res = a << b[4:0];
+      OpSrl:  o.res = a >> b[4:0];
+      OpSlt:  o.res = 32'($signed(a) < $signed(b));
+      OpSltu: o.res = 32'(a < b);
+      OpAddi: o.res = a + imm;
+      OpSlli: o.res = a << imm[4:0];
+      OpSrli: o.res = a >> imm[4:0];
       OpLi: begin
-        s_rd  = li_rd(raw);
-        s_res = li_simm(raw);
+        o.rd  = li_rd(i);
+        o.res = li_simm(i);
       end
       OpBeq, OpBne, OpBlt, OpBge: begin
-        s_we = 1'b0;
-        s_a  = regs_q[br_rs1(raw)];
-        s_b  = regs_q[br_rs2(raw)];
-        if ((op == OpBeq && s_a == s_b) || (op == OpBne && s_a != s_b) ||
-            (op == OpBlt && $signed(s_a) < $signed(s_b)) || (op == OpBge && $signed(s_a) >= $signed(s_b)))
-          s_next = 32'(br_target(raw));
+        o.we = 1'b0;
+        a    = rg[br_rs1(i)];
+        b    = rg[br_rs2(i)];
+        if ((opc == OpBeq && a == b) || (opc == OpBne && a != b) || (opc == OpBlt && $signed(a) < $signed(b)) ||
+            (opc == OpBge && $signed(a) >= $signed(b)))
+          o.next = 32'(br_target(i));
       end
       OpLoop: begin
-        s_rd  = loop_rd(raw);
-        s_res = regs_q[loop_rd(raw)] - 1;
-        if (s_res != 0) s_next = 32'(loop_target(raw));
+        o.rd  = loop_rd(i);
+        o.res = rg[loop_rd(i)] - 1;
+        if (o.res != 0) o.next = 32'(loop_target(i));
       end
-      default: s_we = 1'b0;
+      default: o.we = 1'b0;
     endcase
-  end
+    if (o.rd == 0) o.we = 1'b0;
+    return o;
+  endfunction
+
+  // Slot 0: the instruction at PC when it is scalar. Slot 1: the one at PC + 1, when it pairs.
+  instr_t      raw2;
+  logic [31:0] pc2;
+  s_out_t      s0, s1;
+  assign pc2  = pc_q + 1;
+  assign raw2 = (pc2 < 32'(ImemWords)) ? imem_q[pc2] : '0;
+  assign s0   = scalar_exec(raw, regs_q, pc_q);
+  assign s1   = scalar_exec(raw2, regs_q, pc2);  // valid when it pairs: it reads none of slot 0's writes
 
   // ---- queues -------------------------------------------------------------------------------
   logic [NQ-1:0] q_push, q_ready, q_valid, q_pop;
@@ -243,6 +287,10 @@ module tp_core
   assign dispatch = fetch_ok && chk == ErrNone && op != OpHalt && !scalar && q_ready[uq];
   logic s_exec;  // a scalar instruction or branch executes this cycle
   assign s_exec = fetch_ok && chk == ErrNone && scalar;
+  logic pair;  // the instruction at PC + 1 issues in the same cycle (a scalar one)
+  assign pair = (dispatch || (s_exec && s0.next == pc2 && !(s0.we && reads_reg(raw2, s0.rd)))) &&
+                pc2 < prog_len_i && pc2 < 32'(ImemWords) && is_scalar(raw2) && !reserved_set(raw2) &&
+                scalar_chk(raw2, prog_len_i) == ErrNone;
 
   for (genvar q = 0; q < NQ; q++) begin : gen_q
     assign q_push[q] = dispatch && uq == QIW'(q);
@@ -367,10 +415,12 @@ module tp_core
           end else if (state_q == Run && fetch_ok && op == OpHalt) begin
             state_q <= Halted;
           end else if (s_exec) begin
-            pc_q <= s_next;
-            if (s_we && s_rd != 0) regs_q[s_rd] <= s_res;
+            pc_q <= pair ? s1.next : s0.next;
+            if (s0.we) regs_q[s0.rd] <= s0.res;
+            if (pair && s1.we) regs_q[s1.rd] <= s1.res;  // the later write wins
           end else if (dispatch) begin
-            pc_q <= pc_q + 1;
+            pc_q <= pair ? s1.next : pc2;
+            if (pair && s1.we) regs_q[s1.rd] <= s1.res;
             if (op == OpMxuLw) begin
               lw_seen_q   <= 1'b1;
               lw_unused_q <= 1'b1;
@@ -415,7 +465,7 @@ module tp_core
     end else if (running_o) begin
       cnt_q    <= cnt_d;
       cycles_q <= cycles_q + 1;
-      instrs_q <= instrs_q + 64'(dispatch || s_exec || (state_q == Run && fetch_ok && chk == ErrNone && op == OpHalt));
+      instrs_q <= instrs_q + 64'(dispatch || s_exec || (state_q == Run && fetch_ok && chk == ErrNone && op == OpHalt)) + 64'(pair);
     end
   end
   always_comb begin

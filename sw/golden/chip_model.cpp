@@ -23,6 +23,12 @@ bool is_vector(Op op) { return vpu_is_vector_op(op); }
 // A scalar instruction or branch: the front end executes it (halt is the front end's too, but stops).
 bool is_scalar(Op op) { return isa::desc(op).unit == isa::Unit::front && op != Op::halt; }
 
+// The register a scalar instruction writes (0: none) and whether it reads register r (r0: never).
+unsigned writes_reg(const isa::Instr& in) { return isa::desc(in.op).format == "br" ? 0u : unsigned(in.f.rd); }
+bool reads_reg(const isa::Instr& in, unsigned r) {
+  return r != 0 && (in.f.rs1 == r || in.f.rs2 == r || (in.op == Op::loop && in.f.rd == r));
+}
+
 }  // namespace
 
 ChipModel::ChipModel(const tp::Preset& p)
@@ -91,7 +97,8 @@ void ChipModel::load(const isa::Program& prog) {
   halted_ = false;
   finished_ = false;
   result_ = Result{};
-  seen_lw_ = lw_unused_ = switch_pending_ = false;
+  seen_lw_ = lw_unused_ = switch_pending_ = pair_open_ = false;
+  pair_writes_ = 0;
   regs_.fill(0);
   for (auto& q : queues_) q.clear();
   sems_.fill(0);
@@ -362,8 +369,13 @@ bool ChipModel::dispatch(uint64_t& budget) {
         --budget;
         ++steps_;
         ++stats_.instructions;
-        timing_->scalar();
+        // It pairs with the instruction before it unless that one writes a register it reads.
+        const bool paired = pair_open_ && !reads_reg(d.instr, pair_writes_);
+        timing_->scalar(paired);
+        const uint32_t at = pc_;
         exec_scalar(d.instr);
+        pair_open_ = !paired && pc_ == at + 1;
+        pair_writes_ = writes_reg(d.instr);
         // On the chip the units run while the front end computes: after a scalar instruction
         // the units that can start get their turn, so a long or endless loop does not keep them
         // (and their errors, ici_slice say) waiting.
@@ -403,6 +415,8 @@ bool ChipModel::dispatch(uint64_t& budget) {
     have_fetched_ = false;
     ++pc_;
     ++stats_.instructions;
+    pair_open_ = true;  // a scalar instruction after it issues in the same cycle
+    pair_writes_ = 0;
     // The units run while the front end fetches: the chip finds an error of an instruction it
     // has just started (ici_slice, ici_config) about when the front end checks the instruction
     // after it, so that one more is checked first (a fetch error there wins, as on the chip),

@@ -185,7 +185,12 @@ class ChipModel {
   Result result_;
   std::array<uint32_t, isa::kNumRegs> regs_{};  // the scalar registers; r0 stays 0
   bool seen_lw_ = false, lw_unused_ = false;    // the front end's MXU sequence check
-  bool switch_pending_ = false;                 // the next mxu.mm row switches to the new tile
+  // The front end's second issue slot: the last instruction issued first in its cycle and may
+  // take a scalar instruction with it (a unit one that dispatched, a scalar one that did not
+  // branch), and the register it writes (0: none).
+  bool pair_open_ = false;
+  unsigned pair_writes_ = 0;
+  bool switch_pending_ = false;  // the next mxu.mm row switches to the new tile
   std::array<std::deque<Entry>, isa::kQueues> queues_;
   std::array<uint32_t, 16> sems_{};
   uint64_t steps_ = 0;

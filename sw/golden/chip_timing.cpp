@@ -6,7 +6,8 @@
 
 // The dataflow estimate (Stats::est_cycles). Not cycle accurate; a first-order model of the
 // decoupled units:
-//  - the front end hands over one instruction per cycle; an instruction needs a free slot in
+//  - the front end hands over one instruction per cycle (and a scalar instruction that pairs with
+//    the one before it in the same cycle); an instruction needs a free slot in
 //    its queue, i.e. the instruction chip.queue places before it in that queue has completed;
 //  - an instruction starts at max(its unit is free, its dispatch, the arrival of the semaphore
 //    count it takes); durations: dma.ld / dma.st rows*cols + chip.mem_latency; mxu.lw n (on the
@@ -61,7 +62,7 @@ class DataflowTiming final : public ChipTiming {
   }
 
   void halt() override { front_t_ += 1; }
-  void scalar() override { front_t_ += 1; }
+  void scalar(bool paired) override { front_t_ += paired ? 0 : 1; }
 
   TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready) override {
     const isa::Fields& f = in.f;

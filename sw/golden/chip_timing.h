@@ -35,8 +35,9 @@ class ChipTiming {
   virtual uint64_t dispatch(unsigned q, uint64_t seq) = 0;
   // The front end fetched halt.
   virtual void halt() = 0;
-  // The front end executed a scalar instruction or branch (one front-end cycle).
-  virtual void scalar() = 0;
+  // The front end executed a scalar instruction or branch: one front-end cycle, or none when it
+  // paired (issued in the same cycle as the instruction before it, docs/chip.md).
+  virtual void scalar(bool paired) = 0;
   // The head of queue q, its seq-th instruction, starts. ready: the latest of its dispatch time
   // and the arrival of the semaphore count it took. Returns when it starts and completes; the
   // completions of one queue are in order.
