@@ -86,12 +86,19 @@ inline Layout layout(const Preset& p, const Tiling& t) {
   return l;
 }
 
-// An estimate of the loop nest's speed (loops.cpp): the front end's instructions over the run
-// (one per cycle at best) against a lower bound of the MXU's cycles. front_cycles near or above
-// mxu_cycles: the scalar unit would slow the MXU (short K, many column tiles, few rows).
+// An estimate of the loop nest's speed (loops.cpp): the front end's issue cycles over the run
+// (one instruction per cycle, two when a scalar one pairs) against a lower bound of the MXU's cycles. front_cycles near
+// or above mxu_cycles: the scalar unit would slow the MXU (short K, many column tiles, few rows).
 struct LoopCost {
   uint64_t front_cycles = 0, mxu_cycles = 0;
 };
+
+// The front end's dual issue (pairing.cpp): reorders each basic block of lines [begin, end) so
+// that as many scalar instructions as possible issue in the same cycle as the one before them
+// (the unit instructions keep their order, every register use sees its program-order value); and
+// the issue cycles of lines [begin, end) run straight through (a branch: the next is its target).
+void schedule_pairs(Lines&, size_t begin, size_t end);
+uint64_t issue_cycles(const Lines&, size_t begin, size_t end);
 
 // The loop-nest program of the layers (loops.cpp); plans[i] is layers[i]'s checked tiling.
 Lines build_looped(const Preset&, const std::vector<MatmulLayer>&, const std::vector<Tiling>&, LoopCost* = nullptr);

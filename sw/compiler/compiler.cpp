@@ -358,12 +358,6 @@ struct Built {
   CompileInfo info;
 };
 
-// automatic takes the unrolled program (when it fits) once the loop nest's front-end work passes
-// this fraction of the MXU's lower bound: measured on the golden estimate over random shapes at
-// every test preset, loops below it cost under 1% (0.6% at most over 250 random shapes; the front end works in bursts
-// at pass boundaries, which the queues absorb only while it is well ahead).
-constexpr double kFrontBound = 0.4;
-
 // Checks and plans every layer, builds the program in the chosen form (automatic: both, then
 // picks), resolves the branch targets and checks that it fits the instruction memory.
 Built build(const Preset& p, const std::vector<MatmulLayer>& layers, const Options& opts) {
@@ -396,8 +390,9 @@ Built build(const Preset& p, const std::vector<MatmulLayer>& layers, const Optio
   Form form = opts.form;
   if (form == Form::automatic) {
     const uint64_t u = out.info.unrolled_instructions;
-    form = u <= cap && (u <= out.info.looped_instructions || out.info.front_per_mxu > kFrontBound) ? Form::unrolled
-                                                                                                   : Form::loops;
+    // The loops keep the MXU as fed as the unrolled program (dual issue; docs/compiler.md), so
+    // the shorter program wins.
+    form = u <= cap && u <= out.info.looped_instructions ? Form::unrolled : Form::loops;
   }
   if (out.info.unrolled_instructions > cap) out.info.unrolled_instructions = 0;  // "does not fit"
   out.info.form = form;

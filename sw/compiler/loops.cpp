@@ -43,6 +43,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "builder.h"
 
@@ -53,40 +54,48 @@ namespace {
 using isa::Instr;
 using isa::Op;
 
+// A layer of one M block and at most this many K-tiles gets the groups' loop in four copies
+// (short_layer); the others the general nest.
+constexpr uint64_t kShortK = 8;
+
 // The scalar registers of a layer's loop nest.
 enum Reg : unsigned {
-  rK = 1,       // the K-tile loop's counter
-  rNb,          // column tile (pass) in the block
-  rMb,          // M block
-  rWs,          // the compute stream's weight slot (VMEM row)
-  rWl,          // the load stream's weight slot (with D = 4 it is rWs)
-  rWend,        // the row after the last weight slot (wrap-around)
-  rWh,          // part 1's weight address (HBM beat)
-  rWh2,         // part 2's weight address (the next pass's tiles)
-  rAv,          // the mm's A rows: the block's buffer + kb * TM
-  rAbuf,        // the block's A buffer
-  rAbufSum,     // A[0] + A[1]: the other buffer is rAbufSum - rAbuf
-  rRows,        // the block's rows
-  rAcc,         // the group's accumulator buffer
-  rAccSum,      // ACC[0] + ACC[1]
-  rOut,         // the group's output buffer
-  rOutSum,      // OUT[0] + OUT[1]
-  rC,           // the group's first C beat
-  rB,           // the group's bias row
-  rPOut,        // the previous group (its epilogue): output buffer,
-  rPAcc,        // accumulator buffer,
-  rPC,          // first C beat,
-  rPRows,       // rows,
-  rPB,          // bias row
-  rHavePrev,    // 1 once a group is complete (the first pass has no epilogue)
-  rNoMore,      // 1 in the layer's last pass: part 2 has no next pass to load
-  rAL,          // A stream: loads left,
-  rAh,          // its next HBM beat,
-  rAvS,         // its next VMEM row,
-  rAr,          // its rows
-  rAblk,        // the block's first A beat
-  rT,           // scratch
-  kNumLoopRegs  // 32: every register is taken
+  rK = 1,        // the K-tile loop's counter
+  rNb,           // column tile (pass) in the block
+  rMb,           // M block
+  rWs,           // the compute stream's weight slot (VMEM row)
+  rWl,           // the load stream's weight slot (with D = 4 it is rWs)
+  rWend,         // the row after the last weight slot (wrap-around)
+  rWh,           // part 1's weight address (HBM beat)
+  rWh2,          // part 2's weight address (the next pass's tiles)
+  rAv,           // the mm's A rows: the block's buffer + kb * TM
+  rAbuf,         // the block's A buffer
+  rAbufSum,      // A[0] + A[1]: the other buffer is rAbufSum - rAbuf
+  rRows,         // the block's rows
+  rAcc,          // the group's accumulator buffer
+  rAccSum,       // ACC[0] + ACC[1]
+  rOut,          // the group's output buffer
+  rOutSum,       // OUT[0] + OUT[1]
+  rC,            // the group's first C beat
+  rB,            // the group's bias row
+  rPOut,         // the previous group (its epilogue): output buffer,
+  rPAcc,         // accumulator buffer,
+  rPC,           // first C beat,
+  rPRows,        // rows,
+  rPB,           // bias row
+  rNbEnd,        // Nb: the block ends when rNb reaches it
+  rStop,         // Nb - 1 in the last block (else past any rNb): in that pass part 2 loads nothing
+  rAL,           // A stream: loads left,
+  rAh,           // its next HBM beat,
+  rAvS,          // its next VMEM row,
+  rAr,           // its rows
+  rAblk,         // the block's first A beat
+  rT,            // scratch
+  kNumLoopRegs,  // 32: every register is taken
+  // With Kb < 4 (far_) part 1 and 2's weight addresses and the last-pass stop are not used:
+  rCol0 = rWh,   // the column tile of the pass delta0 ahead
+  rCol1 = rWh2,  // of the pass delta0 + 1 ahead
+  rLeft = rStop  // passes left, plus one
 };
 static_assert(kNumLoopRegs == isa::kNumRegs);
 
@@ -109,10 +118,7 @@ class LoopBuilder {
   void emit(const Instr& i, std::string text = {}) { lines_.push_back({i, std::move(text), {}, {}}); }
   std::string fresh(std::string_view what) { return fmt::format("l{}_{}_{}", layer_, what, labels_++); }
   void label(const std::string& name) { lines_.push_back({std::nullopt, {}, name, {}}); }
-  uint64_t instrs() const {
-    return static_cast<uint64_t>(
-        std::count_if(lines_.begin(), lines_.end(), [](const Line& l) { return l.instr.has_value(); }));
-  }
+  size_t line() const { return lines_.size(); }
 
   void li(unsigned rd, int64_t v, std::string text = {}) {
     Instr i;
@@ -129,7 +135,7 @@ class LoopBuilder {
     i.f.simm = static_cast<uint64_t>(v);
     emit(i, std::move(text));
   }
-  void mv(unsigned rd, unsigned rs) { addi(rd, rs, 0); }
+  void mv(unsigned rd, unsigned rs, std::string text = {}) { addi(rd, rs, 0, std::move(text)); }
   void sub(unsigned rd, unsigned rs1, unsigned rs2, std::string text = {}) {
     Instr i;
     i.op = Op::sub;
@@ -162,18 +168,32 @@ class LoopBuilder {
     branch(Op::beq, rT, 0, to);
   }
   // A register that steps through the weight slots: + n, wrapping after the last.
-  void next_slot(unsigned r) {
+  void next_slot(unsigned r, unsigned from = 0) {
     const std::string ok = fresh("slot");
-    addi(r, r, n_);
+    addi(r, from ? from : r, n_);
     branch(Op::blt, r, rWend, ok);
     addi(r, r, -static_cast<int64_t>(kWeightSlots * n_));
     label(ok);
+  }
+  // The compute stream's next slot. With D = 4 it is computed into rWl (the load stream's own
+  // register is free then) before the tile's loads, which use rWs, and taken after them in a move
+  // that pairs with the last load: so no scalar work waits behind a load that waits for a queue
+  // slot. With D < 4, rWs steps after the loads.
+  void slot_prepare() {
+    if (early()) next_slot(rWl, rWs);
+  }
+  void slot_advance() {
+    if (early())
+      mv(rWs, rWl);
+    else
+      next_slot(rWs);
   }
 
   // ---- one layer ------------------------------------------------------------------------------
   void layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
     layer_ = index;
     l_ = &l;
+    const size_t layer_first = line();
     lay_ = layout(p_, t);
     n_ = p_.mxu.n;
     kb_ = t.kb;
@@ -182,7 +202,12 @@ class LoopBuilder {
     tm_ = t.tm;
     d_ = std::min<uint64_t>(kWeightSlots, kb_);
     const uint64_t last_rows = l.m - (mb_ - 1) * tm_;
+    last_rows_ = last_rows;
     const uint64_t rows0 = mb_ == 1 ? last_rows : tm_;
+    if (mb_ == 1 && kb_ <= kShortK) {
+      short_layer(index, last);
+      return;
+    }
 
     comment("");
     comment(fmt::format("{}: VMEM A[0]@{} A[1]@{} ({} rows each), W slots@{} ({} x {} rows), OUT@{},{}{}; ACC@0,{}",
@@ -200,7 +225,23 @@ class LoopBuilder {
     // once; then the registers and the first pass's setup, which the front end runs while they
     // load; then the rest, on which the front end waits for queue slots right before tile 0.
     std::vector<std::pair<Instr, std::string>> prologue;
-    for (uint64_t kb = 0; kb < d_; ++kb) {
+    far_ = kb_ < kWeightSlots;
+    for (uint64_t j = 0; far_ && j < std::min<uint64_t>(kWeightSlots, mb_ * nb_ * kb_); ++j) {
+      // Weights four tiles ahead: tiles 0..3, over the first passes (A's K-tiles with pass 0's).
+      const uint64_t g = j / kb_, kb = j % kb_;
+      if (g == 0)
+        prologue.push_back(
+            {dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, rows0, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
+             fmt::format("A block 0 K-tile {} -> A[0]", kb)});
+      prologue.push_back(
+          {dma(Op::dma_ld, lay_.w_slot0 + j * n_, l.w.beat + kb * n_ * nb_ + g % nb_, n_, 1, nb_, kWFree, kWFull),
+           fmt::format("W tile (k {}, n {}) -> slot {}", kb, g % nb_, j)});
+      if (far_stream() && j == kb_)  // block 1's K-tile 0 goes with the weights of tile Kb, as unrolled
+        prologue.push_back(
+            {dma(Op::dma_ld, lay_.a_buf[1], l.a.beat + tm_ * kb_, mb_ == 2 ? last_rows : tm_, 1, kb_, kAFree, kAFull),
+             "A block 1 K-tile 0 -> A[1]"});
+    }
+    for (uint64_t kb = 0; !far_ && kb < d_; ++kb) {
       prologue.push_back(
           {dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, rows0, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
            fmt::format("A block 0 K-tile {} -> A[0]", kb)});
@@ -208,13 +249,29 @@ class LoopBuilder {
                               kWFree, kWFull),
                           fmt::format("W tile (k {}, n 0) -> slot {}", kb, kb % kWeightSlots)});
     }
+    // With one column tile and Kb <= D, block 1's K-tiles follow block 0's weights at once, as
+    // unrolled (the A_FREE tokens cover them); see next_block_a.
+    if (nb_ == 1 && mb_ >= 2 && kb_ <= d_) {
+      const uint64_t rows1 = mb_ == 2 ? last_rows : tm_;
+      for (uint64_t kb = 0; kb < kb_; ++kb)
+        prologue.push_back({dma(Op::dma_ld, lay_.a_buf[1] + kb * tm_, l.a.beat + tm_ * kb_ + kb, rows1, 1, kb_,
+                                kb == 0 ? kAFree : 0, kAFull),
+                            fmt::format("A block 1 K-tile {} -> A[1]", kb)});
+    }
     const uint64_t queued = (index > 0 ? 1 : 0) + (l.bias ? 1 : 0);
     const size_t first_loads = std::min<size_t>(prologue.size(), p_.chip.queue > queued ? p_.chip.queue - queued : 1);
     comment(fmt::format("prologue: block 0's first {} K-tile(s) and weight tiles", d_));
     for (size_t i = 0; i < first_loads; ++i) emit(prologue[i].first, prologue[i].second);
     comment("the loop nest's registers");
     li(rWs, static_cast<int64_t>(lay_.w_slot0), "compute stream: weight slot of tile 0");
-    if (d_ < kWeightSlots) li(rWl, static_cast<int64_t>(lay_.w_slot0 + d_ * n_), "load stream: weight slot of tile D");
+    if (far_) {
+      // rCol0/1: the column tile (HBM beat of K-tile 0) of the pass delta0 / delta0 + 1 ahead,
+      // one pass behind (tile 0 steps them on, also in pass 0); rLeft: passes left, plus one.
+      delta0_ = kWeightSlots / kb_;
+      li(rCol0, static_cast<int64_t>(l.w.beat + (delta0_ + nb_ - 1) % nb_));
+      li(rCol1, static_cast<int64_t>(l.w.beat + (delta0_ + nb_) % nb_));
+      li(rLeft, static_cast<int64_t>(mb_ * nb_ + 1), "passes left, plus one");
+    }
     li(rWend, static_cast<int64_t>(lay_.w_slot0 + kWeightSlots * n_));
     li(rAbuf, static_cast<int64_t>(lay_.a_buf[0]), "block 0 in A[0]");
     li(rAbufSum, static_cast<int64_t>(lay_.a_buf[0] + lay_.a_buf[1]));
@@ -225,33 +282,219 @@ class LoopBuilder {
     li(rOutSum, static_cast<int64_t>(lay_.out_buf[0] + lay_.out_buf[1]));
     li(rC, static_cast<int64_t>(l.c.beat));
     li(rB, static_cast<int64_t>(lay_.bias_buf));
-    li(rHavePrev, 0);
+    li(rNbEnd, static_cast<int64_t>(nb_));
+    if (!far_) li(rStop, mb_ == 1 ? static_cast<int64_t>(nb_ - 1) : int64_t{0xffff}, "the last block's last pass");
     li(rMb, 0);
     li(rNb, 0);
     li(rAblk, static_cast<int64_t>(l.a.beat));
-    li(rAL, static_cast<int64_t>(kb_ - d_), "A stream: block 0's other K-tiles, one per tile");
-    li(rAh, static_cast<int64_t>(l.a.beat + d_));
-    li(rAvS, static_cast<int64_t>(lay_.a_buf[0] + d_ * tm_));
-    li(rAr, static_cast<int64_t>(rows0));
+    if (far_stream()) {
+      li(rAL, static_cast<int64_t>(kb_ - 1), "A stream: block 1's other K-tiles, one per tile");
+      li(rAh, static_cast<int64_t>(l.a.beat + tm_ * kb_ + 1));
+      li(rAvS, static_cast<int64_t>(lay_.a_buf[1] + tm_));
+      li(rAr, static_cast<int64_t>(mb_ == 2 ? last_rows : tm_));
+    } else {
+      li(rAL, static_cast<int64_t>(kb_ - d_), "A stream: block 0's other K-tiles, one per tile");
+      li(rAh, static_cast<int64_t>(l.a.beat + d_));
+      li(rAvS, static_cast<int64_t>(lay_.a_buf[0] + d_ * tm_));
+      li(rAr, static_cast<int64_t>(rows0));
+    }
     pass_setup(last_rows);
     for (size_t i = first_loads; i < prologue.size(); ++i) emit(prologue[i].first, prologue[i].second);
+    // The first pass's tile 0 (it has no previous group's epilogue), then into the loop.
+    comment("K-tile 0 of the first pass");
+    emit(fence(Queue::mxu, kAFull, 0), "A K-tile 0 loaded");
+    compute(0, false);
+    tile0_book();
+    after_epilogue_ = fresh("first");
+    jump(after_epilogue_);
 
     // The pass loop: tiles, then the pass's end and (in pass_end) the next pass's setup.
     const std::string pass_top = fresh("pass"), layer_done = fresh("layerdone");
     label(pass_top);
-    const uint64_t pass_first = instrs();
-    loop_static_ = loop_dyn_ = 0;
+    const size_t pass_first = line();
+    copies_.clear();
     tiles();
     pass_end(last_rows, pass_top, layer_done);
+    const size_t pass_last = line();
     label(layer_done);
-    // The cost model (LoopCost): the pass's code runs once per pass, less the loop copies it
-    // skips; the MXU needs at least max(n, rows) cycles per tile (weights in, rows through).
-    const uint64_t passes = mb_ * nb_;
-    cost_.front_cycles += passes * (instrs() - pass_first - loop_static_ + loop_dyn_);
-    cost_.mxu_cycles += passes * kb_ * std::max<uint64_t>(n_, tm_);
     comment("the last group's epilogue");
     epilogue();
     if (!last) emit(fence(Queue::store, 0, kLayer), "barrier: this layer's stores are complete");
+    // Each basic block reordered so that scalar instructions pair with the one before them.
+    schedule_pairs(lines_, layer_first, line());
+    // The cost model (LoopCost), in the front end's issue cycles: the pass's code runs once per
+    // pass, less the loop copies it skips (one runs, its body trips times); the MXU needs at
+    // least max(n, rows) cycles per tile (weights in, rows through).
+    uint64_t pass_cycles = issue_cycles(lines_, pass_first, pass_last);
+    for (const Copy& c : copies_) {
+      const uint64_t all = issue_cycles(lines_, c.first, c.end);
+      pass_cycles -= all;
+      if (c.runs) pass_cycles += all + (c.trips - 1) * issue_cycles(lines_, c.body, c.end);
+    }
+    const uint64_t passes = mb_ * nb_;
+    cost_.front_cycles += passes * pass_cycles;
+    cost_.mxu_cycles += passes * kb_ * std::max<uint64_t>(n_, tm_);
+  }
+
+  // ---- one block of at most kShortK K-tiles: the groups' loop in four copies ------------------
+  //
+  // With one M block, group g is column tile g: its C rows start at beat c + g, its bias row is
+  // BIAS + g and its weight tile kb at beat w + kb n Nb + g, all linear in g; and tile j = g Kb
+  // + kb uses weight slot j mod 4. So four copies of the group's code, one per g mod 4, have
+  // every VMEM address static (slots, ACC and OUT by g mod 2) and every HBM address one
+  // register (rG) plus a constant; the unit instructions are the unrolled form's, in its order
+  // (weights four tiles ahead), and the scalar work per group is a guard per load near the end
+  // and the `loop` that counts the groups, which pair with the unit instructions (dual issue).
+  // Group 0 (its A_FULL waits) is written out before the loop, which starts at copy 1.
+  enum ShortReg : unsigned { sLeft = 1, sG, sDelta0, sDelta1 };
+
+  // The compute of tile kb of group g (copy c = g mod 4, or the peeled group 0).
+  void short_tile(uint64_t g_mod4, uint64_t kb, bool group0) {
+    Instr lw;
+    lw.op = Op::mxu_lw;
+    lw.f.vaddr = lay_.w_slot0 + ((g_mod4 * kb_ + kb) % kWeightSlots) * n_;
+    lw.wait = kWFull;
+    lw.signal = kWFree;
+    emit(lw, fmt::format("weights (k {})", kb));
+    Instr mm;
+    mm.op = Op::mxu_mm;
+    mm.f.vaddr = lay_.a_buf[0] + kb * tm_;
+    mm.f.acc = lay_.acc_buf[g_mod4 % 2];
+    mm.f.rows = l_->m;
+    mm.f.accumulate = kb > 0 ? 1 : 0;
+    mm.wait = kb == 0 ? kAccFree : (group0 ? kAFull : 0);
+    mm.signal = kb + 1 == kb_ ? kAccFull : 0;
+    emit(mm, fmt::format("A K-tile {} -> ACC[{}]{}", kb, g_mod4 % 2, kb > 0 ? " (accumulate)" : ""));
+  }
+
+  // The epilogue of the group whose C beat is R[sG] + off from c (g mod 2 = parity).
+  void short_epilogue(uint64_t parity, int64_t off) {
+    const MatmulLayer& l = *l_;
+    const uint64_t out = lay_.out_buf[parity];
+    emit(fence(Queue::vec, kOutFree, 0), fmt::format("OUT[{}] is free", parity));
+    Instr first = vec(l.bias ? Op::vadd : Op::vmov, out, lay_.acc_buf[parity], l.m, true);
+    if (l.bias) {
+      first.f.b_r = sG;
+      first.f.b = static_cast<uint64_t>(static_cast<int64_t>(lay_.bias_buf) + off);
+      first.f.b_bcast = 1;
+    }
+    first.wait = kAccFull;
+    first.signal = kAccFree;
+    std::vector<std::pair<Instr, std::string>> ops;
+    ops.push_back({first, fmt::format("ACC[{}]{} -> OUT[{}]", parity, l.bias ? " + bias" : "", parity)});
+    if (l.relu) ops.push_back({vec(Op::vrelu, out, out, l.m, false), "relu"});
+    if (l.out_bf16) ops.push_back({vec(Op::vcvtbf, out, out, l.m, false), "to bf16"});
+    if (ops.size() > 1) ops.back().first.signal = kOutFull;
+    for (const auto& [ins, text] : ops) emit(ins, text);
+    if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull));
+    Instr st = dma(Op::dma_st, out, static_cast<uint64_t>(static_cast<int64_t>(l.c.beat) + off), l.m, 1, nb_, kOutFull,
+                   kOutFree);
+    st.f.haddr_r = sG;
+    emit(st, "C rows of the group");
+  }
+
+  // The weight load after tile kb of a group: tile j + 4, that is K-tile (kb + 4) mod Kb of the
+  // group delta = (kb + 4) / Kb later, into the slot tile j has just read. off: that group's
+  // column tile is R[sG] + off. In the loop it is guarded: it exists while delta groups are
+  // left (R[sLeft] = groups left from this one).
+  void short_load(uint64_t g_mod4, uint64_t kb, uint64_t off, bool guarded) {
+    const uint64_t delta = (kb + kWeightSlots) / kb_, k2 = (kb + kWeightSlots) % kb_;
+    Instr w = dma(Op::dma_ld, lay_.w_slot0 + ((g_mod4 * kb_ + kb) % kWeightSlots) * n_,
+                  l_->w.beat + k2 * n_ * nb_ + off + delta, n_, 1, nb_, kWFree, kWFull);
+    w.f.haddr_r = sG;
+    const std::string text = fmt::format("W tile (k {}) of the group {} ahead", k2, delta);
+    if (!guarded && delta == 0)  // group 0's own K-tile: A's K-tile goes just before it, as unrolled
+      emit(dma(Op::dma_ld, lay_.a_buf[0] + k2 * tm_, l_->a.beat + k2, l_->m, 1, kb_, 0, kAFull),
+           fmt::format("A K-tile {}", k2));
+    if (!guarded || delta == 0) {
+      emit(w, text);
+      return;
+    }
+    const std::string skip = fresh("nol");
+    branch(Op::bge, delta == delta0_ ? sDelta0 : sDelta1, sLeft, skip);
+    emit(w, text);
+    label(skip);
+  }
+
+  void short_layer(size_t index, bool last) {
+    const MatmulLayer& l = *l_;
+    const size_t layer_first = line();
+    const uint64_t groups = nb_, tiles = groups * kb_;
+    comment(fmt::format("{}: VMEM A@{} ({} rows), W slots@{} ({} x {} rows), OUT@{},{}{}; ACC@0,{}",
+                        layer_name(index, l), lay_.a_buf[0], tm_ * kb_, lay_.w_slot0, kWeightSlots, n_, lay_.out_buf[0],
+                        lay_.out_buf[1], l.bias ? fmt::format(", BIAS@{}", lay_.bias_buf) : "", lay_.acc_buf[1]));
+    comment(fmt::format("one block, {} column tile(s) of {} K-tile(s): the groups' loop in four copies", groups, kb_));
+    if (index > 0) emit(fence(Queue::load, kLayer, 0), "barrier: the previous layer's stores are complete");
+    if (l.bias) emit(dma(Op::dma_ld, lay_.bias_buf, l.b.beat, nb_, 1, 1, 0, kBias), "bias row");
+    // Tiles 0..3's loads (A's K-tiles each before its first weight tile), as unrolled.
+    comment("the first four tiles' loads");
+    for (uint64_t j = 0; j < std::min<uint64_t>(kWeightSlots, tiles); ++j) {
+      const uint64_t g = j / kb_, kb = j % kb_;
+      if (g == 0)
+        emit(dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, l.m, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
+             fmt::format("A K-tile {}", kb));
+      emit(dma(Op::dma_ld, lay_.w_slot0 + (j % kWeightSlots) * n_, l.w.beat + kb * n_ * nb_ + g, n_, 1, nb_, kWFree,
+               kWFull),
+           fmt::format("W tile (k {}, n {}) -> slot {}", kb, g, j));
+    }
+    // The guards' constants: the two group distances of the loads (kb + 4) / Kb.
+    delta0_ = kWeightSlots / kb_;
+    li(sG, 0, "the group base: copy c runs group R + c");
+    li(sLeft, static_cast<int64_t>(groups - 1), "groups left from group 1");
+    li(sDelta0, static_cast<int64_t>(delta0_));
+    li(sDelta1, static_cast<int64_t>(delta0_ + 1));
+    comment("group 0");
+    emit(fence(Queue::mxu, kAFull, 0), "A K-tile 0 loaded");
+    for (uint64_t kb = 0; kb < kb_; ++kb) {
+      short_tile(0, kb, true);
+      const uint64_t j = kb + kWeightSlots;
+      if (j < tiles) short_load(0, kb, 0, false);
+    }
+    if (l.bias) emit(fence(Queue::vec, kBias, 0), "bias row loaded (before the first vector op)");
+    const std::string done = fresh("done");
+    std::string copy_label[4];
+    for (unsigned c = 0; c < 4; ++c) copy_label[c] = fresh(fmt::format("copy{}", c));
+    const size_t loop_first = line();
+    std::vector<std::pair<size_t, size_t>> bodies;  // each copy's group code, for the cost
+    if (groups > 1) {
+      branch(Op::beq, 0, 0, copy_label[1]);
+      for (uint64_t c = 0; c < 4; ++c) {
+        label(copy_label[c]);
+        const size_t body = line();
+        // Group g = R + c (copy 0: R + 4 until R moves on by 4: right after its first mm, where
+        // it pairs, so its epilogue's group is R - 1; when C starts at beat 0, after the epilogue).
+        const bool step_early = l.c.beat >= 1;
+        for (uint64_t kb = 0; kb < kb_; ++kb) {
+          short_tile(c, kb, false);
+          if (kb == 0) {
+            if (c == 0 && step_early) addi(sG, sG, 4, "the next four groups");
+            short_epilogue((c + 1) % 2, c == 0 ? (step_early ? -1 : 3) : static_cast<int64_t>(c) - 1);
+            if (c == 0 && !step_early) addi(sG, sG, 4, "the next four groups");
+          }
+          short_load(c, kb, c, true);
+        }
+        loop(sLeft, copy_label[(c + 1) % 4]);
+        bodies.push_back({body, line()});
+        comment("the last group");
+        emit(fence(Queue::mxu, 0, kAFree), "the A block read by every mm");
+        short_epilogue(c % 2, c);
+        if (c < 3) jump(done);
+      }
+    } else {
+      emit(fence(Queue::mxu, 0, kAFree), "the A block read by every mm");
+      short_epilogue(0, 0);
+    }
+    label(done);
+    const size_t loop_last = line();
+    if (!last) emit(fence(Queue::store, 0, kLayer), "barrier: this layer's stores are complete");
+    schedule_pairs(lines_, layer_first, line());
+    // The cost (LoopCost): the code before the loop once, a copy's group code per group after
+    // group 0, a last group's end.
+    uint64_t copies = 0;
+    for (const auto& [b, e] : bodies) copies += issue_cycles(lines_, b, e);
+    cost_.front_cycles += issue_cycles(lines_, layer_first, loop_first) + (groups - 1) * copies / 4 +
+                          (loop_last - loop_first > 0 ? 8 : 0);
+    cost_.mxu_cycles += tiles * std::max<uint64_t>(n_, tm_);
   }
 
   void pass_setup(uint64_t last_rows) {
@@ -260,44 +503,73 @@ class LoopBuilder {
     mv(rAv, rAbuf);
     // Part 1 loads this pass's tiles D.., part 2 the next pass's first D (the next column tile, or
     // column tile 0 of the next block).
+    if (far_) return;
     addi(rWh, rNb, static_cast<int64_t>(l.w.beat + d_ * n_ * nb_), "part 1: W (k D, this n)");
-    const std::string wrap = fresh("nbwrap");
-    addi(rWh2, rNb, static_cast<int64_t>(l.w.beat + 1), "part 2: W (k 0, next n)");
-    branch_ne_const(rNb, static_cast<int64_t>(nb_ - 1), wrap);
-    li(rWh2, static_cast<int64_t>(l.w.beat));
-    label(wrap);
-    const std::string more = fresh("more");
-    li(rNoMore, 0);
-    branch_ne_const(rMb, static_cast<int64_t>(mb_ - 1), more);
-    branch_ne_const(rNb, static_cast<int64_t>(nb_ - 1), more);
-    li(rNoMore, 1, "the layer's last pass");
-    label(more);
-    if (mb_ < 2) return;
-    // The A stream of the next block opens in pass 1 (with a single pass: the block's own, at its
-    // start, from block 1 on). Its first K-tile takes A_FREE here.
+    if (!early()) part2_address();
+    (void)last_rows;
+  }
+
+  // With one column tile (Nb = 1) a block's K-tiles all go right after the weights of the block
+  // before's last tile, as unrolled (a block ahead): ahead = 1, at the part-1/part-2 boundary of
+  // the block before (Kb > D: those weights are loaded in part 1); ahead = 2, in the block end of
+  // the block two before, after its A_FREE fence (Kb <= D: the last tile of that block loads
+  // them); block 1 then comes with the prologue. Its first K-tile takes A_FREE.
+  void next_block_a(uint64_t ahead) {
+    if (nb_ != 1 || mb_ <= ahead) return;
+    const std::string skip = fresh("noa");
+    addi(rT, rMb, -static_cast<int64_t>(mb_ - ahead));
+    branch(Op::bge, rT, 0, skip);
+    comment(fmt::format("the K-tiles of the block {} ahead", ahead));
+    if (ahead == 1)
+      sub(rAvS, rAbufSum, rAbuf, "its buffer: the other one");
+    else
+      mv(rAvS, rAbuf, "its buffer: this one's");
+    addi(rAh, rAblk, static_cast<int64_t>(ahead * tm_ * kb_), "its first beat");
+    li(rAr, static_cast<int64_t>(tm_));
+    const std::string full = fresh("full");
+    branch_ne_const(rMb, static_cast<int64_t>(mb_ - 1 - ahead), full);
+    li(rAr, static_cast<int64_t>(last_rows_), "it is the last block");
+    label(full);
+    stream_load(kAFree, "A K-tile 0");
+    if (kb_ > 1) {
+      const std::string top = fresh("atile");
+      li(rK, static_cast<int64_t>(kb_ - 1));
+      label(top);
+      stream_load(0, "A K-tile");
+      loop(rK, top);
+    }
+    label(skip);
+  }
+
+  // With several passes, the next block's A stream opens in a block's first pass where its weight
+  // loads reach the next pass (part 2), so that its K-tile p goes with the weights of tile Kb + p,
+  // as unrolled; a fence in the load queue takes A_FREE before its first load. Not in the last
+  // block.
+  // tile0: the stream opens at tile 0 (Kb <= D): the first load itself takes A_FREE, right after
+  // tile 0's weights, and the code goes on at `done`; otherwise the code falls through to the
+  // tile's loads.
+  void open_stream(bool tile0 = false, const std::string& done = {}) {
+    if (mb_ < 2 || nb_ < 2 || far_) return;
     const std::string no_open = fresh("noopen");
-    if (nb_ >= 2) {
-      branch_ne_const(rNb, 1, no_open);
-      branch_eq_const(rMb, static_cast<int64_t>(mb_ - 1), no_open);  // the last block has no next
+    branch(Op::bne, rNb, 0, no_open);
+    branch_eq_const(rMb, static_cast<int64_t>(mb_ - 1), no_open);
+    comment("open the next block's A stream");
+    if (!tile0) emit(fence(Queue::load, kAFree, 0), "the next block's A buffer is free");
+    sub(rAvS, rAbufSum, rAbuf, "the next block's buffer");
+    addi(rAh, rAblk, static_cast<int64_t>(tm_ * kb_), "the next block's first beat");
+    li(rAr, static_cast<int64_t>(tm_));
+    const std::string full = fresh("full");
+    branch_ne_const(rMb, static_cast<int64_t>(mb_ - 2), full);
+    li(rAr, static_cast<int64_t>(last_rows_), "the next block is the last");
+    label(full);
+    if (tile0) {
+      loads(2, false);
+      stream_load(kAFree, "A stream: the next block's K-tile 0");
+      li(rAL, static_cast<int64_t>(kb_ - 1), "one per tile from here");
+      jump(done);
     } else {
-      branch(Op::beq, rMb, 0, no_open);
+      li(rAL, static_cast<int64_t>(kb_), "one per tile from here");
     }
-    comment("open the A stream");
-    if (nb_ >= 2) {
-      sub(rAvS, rAbufSum, rAbuf, "the next block's buffer");
-      addi(rAh, rAblk, static_cast<int64_t>(tm_ * kb_), "the next block's first beat");
-      li(rAr, static_cast<int64_t>(tm_));
-      const std::string full = fresh("full");
-      branch_ne_const(rMb, static_cast<int64_t>(mb_ - 2), full);
-      li(rAr, static_cast<int64_t>(last_rows), "the next block is the last");
-      label(full);
-    } else {
-      mv(rAvS, rAbuf);
-      mv(rAh, rAblk);
-      mv(rAr, rRows);
-    }
-    stream_load(kAFree, "A K-tile 0 of the stream's block");
-    li(rAL, static_cast<int64_t>(kb_ - 1));
     label(no_open);
   }
 
@@ -316,23 +588,113 @@ class LoopBuilder {
   // next pass's, none in the layer's last pass), then (stream: in a pass where the A stream may
   // run, passes 0 and 1) the A stream's next K-tile. With D = 4 tile j + 4's slot is tile j's,
   // which its mxu.lw has just read (W_FREE): the load stream shares rWs, before it steps on.
-  void loads(int part, bool stream) {
+  void loads(int part, bool stream, bool a_first = false) {
+    if (stream && a_first) stream_part();
+    if (far_) {
+      far_load();
+      if (stream && !a_first) stream_part();
+      return;
+    }
     const unsigned slot = d_ == kWeightSlots ? unsigned{rWs} : unsigned{rWl};
     Instr w = dma(Op::dma_ld, 0, 0, n_, 1, nb_, kWFree, kWFull);
     w.f.vaddr_r = slot;
     w.f.haddr_r = part == 1 ? rWh : rWh2;
     const std::string skip = fresh("now");
-    if (part == 2) branch(Op::bne, rNoMore, 0, skip);
+    if (part == 2) branch(Op::beq, rNb, rStop, skip);
     emit(w, part == 1 ? "W tile D ahead" : "W tile of the next pass");
     if (slot == rWl) next_slot(rWl);
     addi(part == 1 ? rWh : rWh2, part == 1 ? rWh : rWh2, static_cast<int64_t>(n_ * nb_));
     if (part == 2) label(skip);
-    if (!stream) return;
+    if (stream && !a_first) stream_part();
+  }
+  // With Kb < 4, the weights of tile j + 4 (as unrolled), after tile j = kb_now_ of its pass: K-tile
+  // (kb + 4) mod Kb of the pass delta = (kb + 4) / Kb ahead, into the slot tile j has just read;
+  // none past the layer's last pass.
+  void far_load() {
+    const uint64_t delta = (kb_now_ + kWeightSlots) / kb_, k2 = (kb_now_ + kWeightSlots) % kb_;
+    Instr w = dma(Op::dma_ld, 0, k2 * n_ * nb_, n_, 1, nb_, kWFree, kWFull);
+    w.f.vaddr_r = rWs;
+    w.f.haddr_r = delta == delta0_ ? rCol0 : rCol1;
+    const std::string skip = fresh("now");
+    addi(rT, rLeft, -static_cast<int64_t>(delta + 1));  // R[rLeft] = passes left from this one
+    branch(Op::blt, rT, 0, skip);
+    emit(w, fmt::format("W tile (k {}) of the pass {} ahead", k2, delta));
+    label(skip);
+  }
+  // With Kb < 4 and several passes, a block's K-tiles go with the weights of its pass 1, which
+  // are loaded four tiles ahead: so at once after the A_FREE fence of the block two before (block
+  // 1's with the prologue), the first here, the others one per tile (the stream).
+  bool far_stream() const { return far_ && nb_ >= 2 && mb_ >= 2; }
+  void far_open() {
+    if (mb_ < 3) return;
+    const std::string skip = fresh("noa");
+    addi(rT, rMb, -static_cast<int64_t>(mb_ - 2));
+    branch(Op::bge, rT, 0, skip);
+    comment("the K-tiles of the block 2 ahead");
+    mv(rAvS, rAbuf, "its buffer: this one's");
+    addi(rAh, rAblk, static_cast<int64_t>(2 * tm_ * kb_), "its first beat");
+    li(rAr, static_cast<int64_t>(tm_));
+    const std::string full = fresh("full");
+    branch_ne_const(rMb, static_cast<int64_t>(mb_ - 3), full);
+    li(rAr, static_cast<int64_t>(last_rows_), "it is the last block");
+    label(full);
+    stream_load(kAFree, "A K-tile 0");
+    li(rAL, static_cast<int64_t>(kb_ - 1));
+    label(skip);
+  }
+
+  // Tile 0's bookkeeping without branches, in the basic block of its compute and the previous
+  // group's epilogue (so that it pairs with their unit instructions; the first pass runs its own
+  // copy before it enters the loop): the next tile's A rows, with Kb = 1 the group's end (after the
+  // epilogue), the passes left.
+  void tile0_book() {
+    addi(rAv, rAv, static_cast<int64_t>(tm_));
+    if (kb_ == 1 && early()) group_done();
+    if (far_) addi(rLeft, rLeft, -1);
+  }
+  // Tile 0 (after its compute): the passes ahead's columns step on.
+  void far_step() {
+    if (!far_) return;
+    const MatmulLayer& l = *l_;
+    // Kb = 1, 2: every load is delta0 ahead; Kb = 3: delta0 or delta0 + 1.
+    const std::vector<unsigned> cols = kb_ == 3 ? std::vector<unsigned>{rCol0, rCol1} : std::vector<unsigned>{rCol0};
+    for (unsigned r : cols) {
+      const std::string ok = fresh("col");
+      addi(r, r, 1);
+      addi(rT, r, -static_cast<int64_t>(l.w.beat + nb_));
+      branch(Op::bne, rT, 0, ok);
+      li(r, static_cast<int64_t>(l.w.beat));
+      label(ok);
+    }
+  }
+
+  // The A stream's next K-tile, if any is left. The first block's own (its first pass, part 1)
+  // goes just before the weight tile that first uses it (a_first, as unrolled); the next block's
+  // after the tile's weights.
+  void stream_part() {
     const std::string none = fresh("noa");
     branch(Op::beq, rAL, 0, none);
     stream_load(0, "A stream: next K-tile");
     addi(rAL, rAL, -1);
     label(none);
+  }
+  // Tile 0's loads: in a block's first pass the A stream (the first block's) before the weights,
+  // in the others after them. With Kb <= D they are part 2's: the next block's stream opens first.
+  void tile0_loads(int part) {
+    if (part == 2) {
+      const std::string done = fresh("t0end");
+      open_stream(true, done);
+      loads(part, true);
+      label(done);
+      return;
+    }
+    const std::string later = fresh("later"), end = fresh("t0end");
+    branch(Op::bne, rNb, 0, later);
+    loads(part, true, true);
+    jump(end);
+    label(later);
+    loads(part, true);
+    label(end);
   }
 
   // One tile's lw and mm. kb_kind: 0 the first K-tile (overwrite, ACC_FREE), 1 a middle one, 2
@@ -357,20 +719,18 @@ class LoopBuilder {
 
   void tiles() {
     // Tile 0.
-    comment("K-tile 0");
-    const std::string not0 = fresh("not0");
-    branch(Op::bne, rNb, 0, not0);
-    emit(fence(Queue::mxu, kAFull, 0), "pass 0: A K-tile 0 loaded");
-    label(not0);
+    comment("K-tile 0 (a block's first pass: after the A_FULL fence at the block end)");
     compute(0, false);
-    const std::string no_epi = fresh("noepi");
-    branch(Op::beq, rHavePrev, 0, no_epi);
     comment("the previous group's epilogue");
     epilogue();
-    label(no_epi);
-    loads(kb_ > d_ ? 1 : 2, true);
-    next_slot(rWs);
-    addi(rAv, rAv, static_cast<int64_t>(tm_));
+    tile0_book();
+    label(after_epilogue_);
+    far_step();
+    kb_now_ = 0;
+    if (early() && !far_) part2_address();
+    slot_prepare();
+    tile0_loads(kb_ > d_ ? 1 : 2);
+    slot_advance();
     // Tiles 1 .. Kb-2 in their parts (part 1 while kb < Kb - D), each loop in one copy per kind of
     // pass: 0 (its mm takes A_FULL; the A stream may run), 1 (the stream may run), the others.
     const uint64_t split = kb_ - d_;
@@ -381,6 +741,10 @@ class LoopBuilder {
       for (int part : {1, 2}) {
         const uint64_t trips = part == 1 ? hi1 - lo1 : hi2 - lo2;
         if (trips == 0) continue;
+        if (part == 2 && kb_ > d_) {
+          open_stream();
+          next_block_a(1);
+        }
         comment(fmt::format("K-tiles {} .. {} (part {})", part == 1 ? lo1 : lo2, (part == 1 ? hi1 : hi2) - 1, part));
         const std::string done = fresh("done");
         std::string next;
@@ -390,18 +754,23 @@ class LoopBuilder {
           if (kind == 0 && kinds > 1) branch(Op::bne, rNb, 0, next);
           if (kind == 1 && kinds > 2) branch_ne_const(rNb, 1, next);
           const std::string top = fresh("tile");
-          const uint64_t first = instrs();
+          Copy c;
+          c.first = line();
           li(rK, static_cast<int64_t>(trips));
           label(top);
-          const uint64_t body = instrs();
+          c.body = line();
           compute(1, kind == 0);
-          loads(part, kind < 2);
-          next_slot(rWs);
+          kb_now_ = lo2;  // with far_ (Kb = 3) the only middle tile
           addi(rAv, rAv, static_cast<int64_t>(tm_));
+          slot_prepare();
+          loads(part, kind < 2, kind == 0 && part == 1);
+          slot_advance();
           loop(rK, top);
           if (kind + 1 < kinds) jump(done);
-          loop_static_ += instrs() - first;
-          if (kind == 0) loop_dyn_ += (instrs() - first) + (trips - 1) * (instrs() - body);
+          c.end = line();
+          c.trips = trips;
+          c.runs = kind == 0;  // one copy runs per pass: count the first kind's
+          copies_.push_back(c);
         }
         label(done);
       }
@@ -415,30 +784,58 @@ class LoopBuilder {
       label(other);
       compute(2, false);
       label(done);
+      if (early()) group_done();
+      kb_now_ = kb_ - 1;
+      slot_prepare();
       loads(2, true);
-      next_slot(rWs);
+      slot_advance();
     }
   }
 
   // The pass's end, then the next pass's setup and the jump back to pass_top; after the layer's
   // last pass, to done.
-  void pass_end(uint64_t last_rows, const std::string& pass_top, const std::string& done) {
-    comment("pass end: the group waits for its epilogue; the next group's buffers");
+  // With weights D = 4 tiles ahead the loads have slack: the pass's bookkeeping goes before the
+  // loads of its tile, so that it does not wait behind one that waits for a queue slot. With
+  // fewer (Kb < 4) the loads come first, as they are needed soon.
+  bool early() const { return d_ == kWeightSlots || far_; }
+
+  // Part 2's first weight address: W (k 0) of the next pass (the next column tile, or column tile
+  // 0 of the next block). In tile 0, after its compute: it is needed from tile 0's loads on.
+  void part2_address() {
+    const MatmulLayer& l = *l_;
+    const std::string wrap = fresh("nbwrap");
+    addi(rWh2, rNb, static_cast<int64_t>(l.w.beat + 1), "part 2: W (k 0, next n)");
+    branch_ne_const(rNb, static_cast<int64_t>(nb_ - 1), wrap);
+    li(rWh2, static_cast<int64_t>(l.w.beat));
+    label(wrap);
+  }
+
+  // After the group's last mm (and with Kb = 1 after the previous group's epilogue), before the
+  // last tile's loads (so that this work does not wait behind a load that waits for a queue
+  // slot): the group's registers saved for its epilogue, the next group's buffers and beats.
+  void group_done() {
+    comment("the group waits for its epilogue; the next group's buffers");
     mv(rPOut, rOut);
     mv(rPAcc, rAcc);
     mv(rPC, rC);
     mv(rPRows, rRows);
     mv(rPB, rB);
-    li(rHavePrev, 1);
     sub(rAcc, rAccSum, rAcc);
     sub(rOut, rOutSum, rOut);
     addi(rC, rC, 1);
     addi(rB, rB, 1);
+  }
+
+  void pass_end(uint64_t last_rows, const std::string& pass_top, const std::string& done) {
+    comment("pass end");
+    if (!early()) group_done();
     addi(rNb, rNb, 1);
     const std::string next = fresh("next");
-    branch_ne_const(rNb, static_cast<int64_t>(nb_), next);
+    branch(Op::bne, rNb, rNbEnd, next);
     comment("block end");
     emit(fence(Queue::mxu, 0, kAFree), "the block's A buffer read by every mm");
+    if (kb_ <= d_) next_block_a(2);
+    if (far_stream()) far_open();
     sub(rAbuf, rAbufSum, rAbuf);
     addi(rC, rC, static_cast<int64_t>(tm_ * nb_) - static_cast<int64_t>(nb_));
     addi(rB, rB, -static_cast<int64_t>(nb_));
@@ -449,7 +846,9 @@ class LoopBuilder {
     const std::string not_last = fresh("notlast");
     branch_ne_const(rMb, static_cast<int64_t>(mb_ - 1), not_last);
     li(rRows, static_cast<int64_t>(last_rows), "the last block's rows");
+    if (!far_) li(rStop, static_cast<int64_t>(nb_ - 1));
     label(not_last);
+    emit(fence(Queue::mxu, kAFull, 0), "the next block's first pass: A K-tile 0 loaded");
     label(next);
     pass_setup(last_rows);
     jump(pass_top);
@@ -493,7 +892,18 @@ class LoopBuilder {
   const Preset& p_;
   Lines lines_;
   LoopCost cost_;
-  uint64_t loop_static_ = 0, loop_dyn_ = 0;  // the pass's loop copies: their size, one copy's run
+  uint64_t delta0_ = 0;         // short_layer: the smaller group distance of its loads
+  std::string after_epilogue_;  // the pass loop's entry: tile 0's loads (the first pass)
+  uint64_t last_rows_ = 0;      // the last M block's rows
+  bool far_ = false;            // Kb < 4: the weights four tiles ahead (far_load), not Kb
+  uint64_t kb_now_ = 0;         // far_load: the K-tile whose loads are being written
+  // The pass's loop copies (line ranges: from the count's li, the body, the end), for the cost.
+  struct Copy {
+    size_t first = 0, body = 0, end = 0;
+    uint64_t trips = 0;
+    bool runs = false;
+  };
+  std::vector<Copy> copies_;
   size_t layer_ = 0;
   unsigned labels_ = 0;
   const MatmulLayer* l_ = nullptr;

@@ -160,18 +160,18 @@ TEST(Compiler, LoopTargetsRunBitExact) {
   }
 }
 
-// automatic: the unrolled program where it fits and is shorter (a small layer) or where the loop
-// nest's front end would be slower than the MXU (one K-tile, many column tiles, few rows), the
-// loops otherwise.
+// automatic: the unrolled program where it fits and is not longer (a small layer), the loops
+// otherwise, also where the front end is busiest (one K-tile, many column tiles, few rows: the
+// groups' loop in four copies, whose scalar work pairs with the unit instructions).
 TEST(Compiler, AutomaticForm) {
   const tp::Preset p = tp::load_preset("tiny");
   const auto small = tp::compiler::compile_info(p, {layer_at(p, 8, 8, 8)});
   EXPECT_EQ(small.form, Form::unrolled);
   EXPECT_LT(small.unrolled_instructions, small.looped_instructions);
   const auto frontbound = tp::compiler::compile_info(p, {layer_at(p, 3, 8, 400)});
-  EXPECT_EQ(frontbound.form, Form::unrolled);
+  EXPECT_EQ(frontbound.form, Form::loops);
   EXPECT_GT(frontbound.unrolled_instructions, frontbound.looped_instructions);
-  EXPECT_GT(frontbound.front_per_mxu, 1.0);
+  EXPECT_LT(frontbound.front_per_mxu, 1.0);
   const tp::Preset sp = tp::load_preset("small");
   const auto mid = tp::compiler::compile_info(sp, {layer_at(sp, 256, 256, 256)});
   EXPECT_EQ(mid.form, Form::loops);
@@ -179,25 +179,30 @@ TEST(Compiler, AutomaticForm) {
   EXPECT_EQ(mid.instructions, mid.looped_instructions);
 }
 
-// Where the loop nest's front end is light (front_per_mxu under automatic's bound) and the
-// unrolled form fits too, the loops cost at most 1% more cycles (or the ~20 cycles of their
-// register setup, on a layer of a few hundred cycles) on the golden timing estimate (in
-// which the front end runs one instruction per cycle; the RTL's figures are in chip_bench).
-// Random shapes at every preset, bit-exact both ways.
+// Wherever the unrolled form fits too, the loops cost at most 1% more cycles on the golden
+// timing estimate (which models the front end's dual issue exactly, not the memory port), or
+// 32 cycles on a layer of a few hundred: on one-column-tile layers of several blocks with one to
+// three K-tiles the estimate puts the next blocks' A loads a little differently (the RTL runs
+// these loops faster than unrolled). Random shapes at every preset, half of them the front
+// end's hardest (few rows, one to three K-tiles, many column tiles), bit-exact both ways; and
+// in total within 1%.
 TEST(Compiler, LoopsKeepTheMxuFedOnTheGoldenEstimate) {
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
   std::mt19937_64 rng(seed);
   int compared = 0;
+  double loops_total = 0, unrolled_total = 0;
   for (const std::string preset : {"tiny", "odd", "small"}) {
     auto chip = golden(preset);
     const uint32_t n = chip->lanes();
-    for (int i = 0, here = 0; i < 60 && here < 6; ++i) {
-      const tp::driver::MatmulSpec s{static_cast<uint32_t>(4 * n + rng() % (12 * n)),
-                                     static_cast<uint32_t>(n + rng() % (6 * n)),
-                                     static_cast<uint32_t>(1 + rng() % (4 * n)), rng() % 2 == 0, rng() % 2 == 0};
+    for (int i = 0, here = 0; i < 120 && here < 16; ++i) {
+      const bool busy = i % 2 == 1;
+      const tp::driver::MatmulSpec s{static_cast<uint32_t>(1 + rng() % ((busy ? 2 : 16) * n)),
+                                     static_cast<uint32_t>(1 + rng() % ((busy ? 3 : 8) * n)),
+                                     static_cast<uint32_t>(1 + rng() % ((busy ? 40 : 6) * n)), rng() % 2 == 0,
+                                     rng() % 2 == 0};
       const tp::Preset& p = chip->preset();
       const auto info = tp::compiler::compile_info(p, {layer_at(p, s.m, s.k, s.n, s.bias)});
-      if (info.front_per_mxu >= 0.4 || info.unrolled_instructions == 0) continue;
+      if (info.unrolled_instructions == 0) continue;
       ++compared;
       ++here;
       auto loops = s, unrolled = s;
@@ -210,11 +215,13 @@ TEST(Compiler, LoopsKeepTheMxuFedOnTheGoldenEstimate) {
       expect_pass(a, preset);
       expect_pass(b, preset);
       EXPECT_EQ(a.output, b.output);
-      // 1%, or on a layer of a few hundred cycles the loop nest's register setup (about 20).
-      EXPECT_LE(static_cast<double>(a.cycles), std::max(1.01 * static_cast<double>(b.cycles), double(b.cycles + 20)));
+      EXPECT_LE(static_cast<double>(a.cycles), std::max(1.01 * static_cast<double>(b.cycles), double(b.cycles + 32)));
+      loops_total += static_cast<double>(a.cycles);
+      unrolled_total += static_cast<double>(b.cycles);
     }
   }
-  EXPECT_GE(compared, 12) << "too few shapes where both forms fit and the loops are light";
+  EXPECT_GE(compared, 36) << "too few shapes where both forms fit";
+  EXPECT_LE(loops_total, 1.01 * unrolled_total);
 }
 
 // The program order keeps every wait covered by earlier signals, so no queue depth can deadlock
