@@ -4,41 +4,49 @@
 // DESIGN
 //
 // The tiling, the VMEM map, the semaphores and their single-taker discipline are the unrolled
-// form's (compiler.cpp): the same instructions reach the units, in nearly the same order. What
-// the loops change is how the order is written.
+// form's (compiler.cpp): the same instructions reach the units, in the unrolled form's order
+// (but for where a few scalar-computed loads sit). What the loops change is how the order is
+// written; the front end's dual issue runs their scalar work in the cycles of the unit
+// instructions it follows, and schedule_pairs (pairing.cpp) orders each basic block for it.
+//
+// Two nests. A layer of one M block and at most kShortK K-tiles (where the front end is busiest:
+// few rows, few K-tiles, many column tiles) is short_layer's groups' loop in four copies, one per
+// g mod 4: every VMEM address static, every HBM address one register plus a constant (see there).
+// The others get the general nest below.
 //
 // Streams. The compute stream walks the layer's tiles j = (mb, nb, kb) in order: M block mb,
 // column tile (a "pass", one accumulator group g = mb * Nb + nb) nb, K-tile kb. Each tile is
-// mxu.lw of its weight slot (j mod 4) and mxu.mm of the block's K-tile. The weight loads run D =
-// min(4, Kb) tiles ahead: after tile j's compute comes the dma.ld of tile j + D's weights (its
-// W_FREE count is the mxu.lw of tile j + D - 4, already emitted). Within a pass the first Kb - D
-// tiles load weights of the same pass ("part 1"), the last D tiles the next pass's first D
-// ("part 2"), so each part is a loop whose weight address steps by n * Nb. The A tiles (K-tiles
-// of a block) come one per tile from a third stream, a counter of A loads left: the first block's
-// first D K-tiles go in the layer's prologue (each before its weights), its others one per tile
-// in pass 0; block mb + 1's from pass 1 of block mb (with Nb = 1, from block mb + 1's own start:
-// one tile ahead). The first K-tile of a block takes A_FREE, which the A_FREE fence at the end of
-// block mb - 1 gives, already emitted; so every wait is still covered by signals earlier in
-// program order, and the program cannot deadlock at any queue depth.
+// mxu.lw of its weight slot (j mod 4) and mxu.mm of the block's K-tile. The weight loads run
+// four tiles ahead, as unrolled: after tile j's compute comes the dma.ld of tile j + 4's weights
+// into the slot tile j has just read (its W_FREE count is tile j's mxu.lw). With Kb >= 4, D = 4:
+// within a pass the first Kb - D tiles load weights of the same pass ("part 1"), the last D the
+// next pass's first D ("part 2"), so each part is a loop whose weight address steps by n * Nb.
+// With Kb < 4 (far_) each tile's load is K-tile (kb + 4) mod Kb of the pass (kb + 4) / Kb ahead,
+// whose column two registers follow. The A tiles (K-tiles of a block) come from a third stream,
+// a counter of A loads left, one per tile: the first block's first K-tiles go in the layer's
+// prologue and its others in pass 0, each before its weights; the next block's where unrolled
+// has them (open_stream, far_open, next_block_a). The first K-tile of a block takes A_FREE, which
+// the A_FREE fence at the end of block mb - 1 gives, already emitted; so every wait is still
+// covered by signals earlier in program order, and the program cannot deadlock at any queue
+// depth.
 //
-// Loops. One pass loop (a pass: one column tile of one M block, one accumulator group) holds:
-//   tile kb = 0: (pass 0: an mxu fence takes A_FULL) lw, mm overwriting the accumulators and
-//     taking ACC_FREE; then the previous group's epilogue (vector ops and store, one group late
-//     as in the unrolled form); then its loads;
+// Loops. One pass loop (a pass: one column tile of one M block, one accumulator group), entered
+// after tile 0's epilogue (the first pass's tile 0 is written before it), holds:
+//   tile kb = 0: lw, mm overwriting the accumulators and taking ACC_FREE (a block's first pass
+//     has the A_FULL fence before it, in the block end); then the previous group's epilogue
+//     (vector ops and store, one group late as in the unrolled form); then its loads;
 //   tiles 1 .. Kb - 2: the part-1 and part-2 loops (`loop`), each in up to three copies chosen by
 //     one branch per pass: pass 0 (mm takes A_FULL; the A stream may run), pass 1 (the stream
 //     may run), the others (no stream check);
-//   tile Kb - 1: its mm signals ACC_FULL;
-//   end: the group's registers saved for its epilogue; the next group's buffers; at a block's
-//     end the A_FREE fence, the other A buffer and the last block's rows; the next pass's setup
-//     (its weight addresses; the A stream's opening); back to the top.
+//   tile Kb - 1: its mm signals ACC_FULL; the group's registers saved for its epilogue and the
+//     next group's buffers (before the tile's loads, so that no scalar work waits behind a load
+//     that waits for a queue slot);
+//   end: at a block's end the A_FREE fence, the other A buffer, the last block's rows and the
+//     next block's A_FULL fence; the next pass's setup; back to the top.
 // The layer's prologue issues as many of its loads as the load queue takes before the registers
 // and the first pass's setup, so that memory starts at once and the front end's setup overlaps
-// it. After the loop, the last group's epilogue. Weight tile j + 4 goes to the slot tile j has
-// just read, so with D = 4 the two streams share one slot register. Per tile the common path is
-// about 10 front-end instructions, per pass about 45; LoopCost estimates the total against the
-// MXU's lower bound, and the automatic form takes the unrolled program when the loops would slow
-// the MXU (compiler.cpp).
+// it. After the loop, the last group's epilogue. LoopCost estimates the front end's issue cycles
+// against the MXU's lower bound (compile_info's front_per_mxu).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -64,7 +72,7 @@ enum Reg : unsigned {
   rNb,           // column tile (pass) in the block
   rMb,           // M block
   rWs,           // the compute stream's weight slot (VMEM row)
-  rWl,           // the load stream's weight slot (with D = 4 it is rWs)
+  rWl,           // the compute stream's next weight slot (slot_prepare)
   rWend,         // the row after the last weight slot (wrap-around)
   rWh,           // part 1's weight address (HBM beat)
   rWh2,          // part 2's weight address (the next pass's tiles)
@@ -167,27 +175,19 @@ class LoopBuilder {
     addi(rT, r, -value);
     branch(Op::beq, rT, 0, to);
   }
-  // A register that steps through the weight slots: + n, wrapping after the last.
-  void next_slot(unsigned r, unsigned from = 0) {
+  // r = the weight slot after from's: + n, wrapping after the last.
+  void next_slot(unsigned r, unsigned from) {
     const std::string ok = fresh("slot");
-    addi(r, from ? from : r, n_);
+    addi(r, from, n_);
     branch(Op::blt, r, rWend, ok);
     addi(r, r, -static_cast<int64_t>(kWeightSlots * n_));
     label(ok);
   }
-  // The compute stream's next slot. With D = 4 it is computed into rWl (the load stream's own
-  // register is free then) before the tile's loads, which use rWs, and taken after them in a move
-  // that pairs with the last load: so no scalar work waits behind a load that waits for a queue
-  // slot. With D < 4, rWs steps after the loads.
-  void slot_prepare() {
-    if (early()) next_slot(rWl, rWs);
-  }
-  void slot_advance() {
-    if (early())
-      mv(rWs, rWl);
-    else
-      next_slot(rWs);
-  }
+  // The compute stream's next slot, computed into rWl before the tile's loads, which use rWs (the
+  // load goes into the slot tile j has just read), and taken after them in a move that pairs with
+  // the last load: so no scalar work waits behind a load that waits for a queue slot.
+  void slot_prepare() { next_slot(rWl, rWs); }
+  void slot_advance() { mv(rWs, rWl); }
 
   // ---- one layer ------------------------------------------------------------------------------
   void layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
@@ -505,7 +505,6 @@ class LoopBuilder {
     // column tile 0 of the next block).
     if (far_) return;
     addi(rWh, rNb, static_cast<int64_t>(l.w.beat + d_ * n_ * nb_), "part 1: W (k D, this n)");
-    if (!early()) part2_address();
     (void)last_rows;
   }
 
@@ -584,10 +583,10 @@ class LoopBuilder {
     addi(rAh, rAh, 1);
   }
 
-  // The loads after one tile's compute: its weight tile D ahead (part 1: this pass's, part 2: the
-  // next pass's, none in the layer's last pass), then (stream: in a pass where the A stream may
-  // run, passes 0 and 1) the A stream's next K-tile. With D = 4 tile j + 4's slot is tile j's,
-  // which its mxu.lw has just read (W_FREE): the load stream shares rWs, before it steps on.
+  // The loads after one tile's compute: its weight tile four ahead (part 1: this pass's, part 2:
+  // the next pass's, none in the layer's last pass; with Kb < 4 far_load's), then (stream: in a
+  // pass where the A stream may run) the A stream's next K-tile. Tile j + 4's slot is tile j's,
+  // which its mxu.lw has just read (W_FREE): the load uses rWs before it steps on.
   void loads(int part, bool stream, bool a_first = false) {
     if (stream && a_first) stream_part();
     if (far_) {
@@ -595,14 +594,12 @@ class LoopBuilder {
       if (stream && !a_first) stream_part();
       return;
     }
-    const unsigned slot = d_ == kWeightSlots ? unsigned{rWs} : unsigned{rWl};
     Instr w = dma(Op::dma_ld, 0, 0, n_, 1, nb_, kWFree, kWFull);
-    w.f.vaddr_r = slot;
+    w.f.vaddr_r = rWs;
     w.f.haddr_r = part == 1 ? rWh : rWh2;
     const std::string skip = fresh("now");
     if (part == 2) branch(Op::beq, rNb, rStop, skip);
     emit(w, part == 1 ? "W tile D ahead" : "W tile of the next pass");
-    if (slot == rWl) next_slot(rWl);
     addi(part == 1 ? rWh : rWh2, part == 1 ? rWh : rWh2, static_cast<int64_t>(n_ * nb_));
     if (part == 2) label(skip);
     if (stream && !a_first) stream_part();
@@ -649,7 +646,7 @@ class LoopBuilder {
   // epilogue), the passes left.
   void tile0_book() {
     addi(rAv, rAv, static_cast<int64_t>(tm_));
-    if (kb_ == 1 && early()) group_done();
+    if (kb_ == 1) group_done();
     if (far_) addi(rLeft, rLeft, -1);
   }
   // Tile 0 (after its compute): the passes ahead's columns step on.
@@ -727,7 +724,7 @@ class LoopBuilder {
     label(after_epilogue_);
     far_step();
     kb_now_ = 0;
-    if (early() && !far_) part2_address();
+    if (!far_) part2_address();
     slot_prepare();
     tile0_loads(kb_ > d_ ? 1 : 2);
     slot_advance();
@@ -784,7 +781,7 @@ class LoopBuilder {
       label(other);
       compute(2, false);
       label(done);
-      if (early()) group_done();
+      group_done();
       kb_now_ = kb_ - 1;
       slot_prepare();
       loads(2, true);
@@ -794,10 +791,6 @@ class LoopBuilder {
 
   // The pass's end, then the next pass's setup and the jump back to pass_top; after the layer's
   // last pass, to done.
-  // With weights D = 4 tiles ahead the loads have slack: the pass's bookkeeping goes before the
-  // loads of its tile, so that it does not wait behind one that waits for a queue slot. With
-  // fewer (Kb < 4) the loads come first, as they are needed soon.
-  bool early() const { return d_ == kWeightSlots || far_; }
 
   // Part 2's first weight address: W (k 0) of the next pass (the next column tile, or column tile
   // 0 of the next block). In tile 0, after its compute: it is needed from tile 0's loads on.
@@ -828,7 +821,6 @@ class LoopBuilder {
 
   void pass_end(uint64_t last_rows, const std::string& pass_top, const std::string& done) {
     comment("pass end");
-    if (!early()) group_done();
     addi(rNb, rNb, 1);
     const std::string next = fresh("next");
     branch(Op::bne, rNb, rNbEnd, next);
