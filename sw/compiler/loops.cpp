@@ -789,9 +789,6 @@ class LoopBuilder {
     }
   }
 
-  // The pass's end, then the next pass's setup and the jump back to pass_top; after the layer's
-  // last pass, to done.
-
   // Part 2's first weight address: W (k 0) of the next pass (the next column tile, or column tile
   // 0 of the next block). In tile 0, after its compute: it is needed from tile 0's loads on.
   void part2_address() {
@@ -819,6 +816,8 @@ class LoopBuilder {
     addi(rB, rB, 1);
   }
 
+  // The pass's end, then the next pass's setup and the jump back to pass_top; after the layer's
+  // last pass, to done.
   void pass_end(uint64_t last_rows, const std::string& pass_top, const std::string& done) {
     comment("pass end");
     addi(rNb, rNb, 1);
