@@ -310,8 +310,17 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   layer.c = reserve(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {layer};
   compiler::CompileInfo info;
-  const auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
+  auto prog = compiler::compile(p, layers, {.form = s.form}, &info);
   run.form = info.form;
+  const size_t compiled = prog.code.size();
+  if (s.load_words > compiled) {
+    if (s.load_words > p.chip.imem_words)
+      throw DriverError(fmt::format("run_matmul: load_words {} past the {}-word instruction memory", s.load_words,
+                                    p.chip.imem_words));
+    isa::Instr halt;
+    halt.op = isa::Op::halt;
+    prog.code.resize(s.load_words, isa::encode(halt));
+  }
 
   std::mt19937_64 rng(seed);
   const auto a = random_bf16s(rng, uint64_t{s.m} * s.k);
@@ -323,6 +332,7 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   if (s.bias) write_matrix(chip, layer.b, compiler::pack_fp32(p, 1, s.n, bias));
   fill_output(chip, layer.c);
   finish(chip, run, prog, layers, timeout_cycles, expected);
+  run.instructions = compiled;  // the program's, not the padding's
   return run;
 }
 

@@ -135,6 +135,10 @@ struct MatmulSpec {
   uint32_t m = 0, k = 0, n = 0;
   bool bias = false, relu = false;
   compiler::Form form = compiler::Form::automatic;  // how the compiler writes the program
+  // The host loads this many instruction words (halts after the program's; 0 or fewer than the
+  // program: none). Two programs padded alike take equally long to load, so on HBM they start at
+  // the same point of the refresh interval: a fair comparison of their cycles.
+  uint32_t load_words = 0;
 };
 
 // x[m, k] -> relu(x W1[k, h] + b1) rounded to bf16 -> h W2[h, n] + b2 (fp32), one program.

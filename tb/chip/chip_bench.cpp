@@ -4,8 +4,11 @@
 // utilization, flops per cycle against the peak, bytes moved, the fraction of the roofline
 // reached and its size; where the unrolled program fits too, its size and cycles and the loops'
 // overhead against it. Then the loop programs too large to unroll (the targets, "loops"
-// in the report): 256^3 on tiny, 1024^3 on small. Every result is checked bit-exact against the
-// host reference; a mismatch fails the benchmark.
+// in the report): 256^3 on tiny, 1024^3 on small. Then the loops against the unrolled form over
+// random shapes where both fit ("loop_sweep": half of them the front end's hardest, few rows, one
+// to three K-tiles, many column tiles; each form on a fresh chip), per preset the worst and the
+// total ratio of their cycles. Every result is checked bit-exact against the host reference; a
+// mismatch fails the benchmark.
 #include <fmt/format.h>
 #include <deque>
 
@@ -14,11 +17,41 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <utility>
 
 #include "compiler.h"
 #include "driver.h"
 #include "energy.h"
+
+namespace {
+
+// The program's size for this shape and form (0: it does not fit), from a layer at fixed beats
+// (the size does not depend on where the matrices sit).
+uint64_t load_size(const std::string& preset, const tp::driver::MatmulSpec& s, tp::compiler::Form form) {
+  const tp::Preset p = tp::load_preset(preset);
+  tp::compiler::MatmulLayer l;
+  l.m = s.m;
+  l.k = s.k;
+  l.n = s.n;
+  l.bias = s.bias;
+  l.relu = s.relu;
+  l.a = {0, s.m, s.k};
+  l.w = {tp::compiler::padded_beats(p, s.m, s.k), s.k, s.n};
+  uint64_t beat = l.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, s.k), s.n);
+  if (s.bias) {
+    l.b = {beat, 1, s.n};
+    beat += tp::compiler::padded_beats(p, 1, s.n);
+  }
+  l.c = {beat, s.m, s.n};
+  try {
+    return tp::compiler::compile(p, {l}, {.form = form}).code.size();
+  } catch (const tp::compiler::CompileError&) {
+    return 0;
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod chip benchmark: compiled matmuls on the Verilated chip against the roofline"};
@@ -28,6 +61,15 @@ int main(int argc, char** argv) {
   app.add_option("--presets", presets, "presets (default: every one with an RTL backend in this binary)");
   app.add_option("--sizes", multiples, "M = K = N as multiples of the array size n")->capture_default_str();
   app.add_option("--out", out, "JSON report")->capture_default_str();
+  std::vector<std::string> sweep_presets = {"tiny", "odd", "small"};
+  unsigned sweep_shapes = 100;
+  uint64_t sweep_seed = 11;
+  app.add_option("--sweep-presets", sweep_presets,
+                 "presets of the loops-against-unrolled sweep (those with an RTL backend)")
+      ->capture_default_str();
+  app.add_option("--sweep-shapes", sweep_shapes, "shapes per preset in the sweep where both forms fit (0: none)")
+      ->capture_default_str();
+  app.add_option("--sweep-seed", sweep_seed, "the sweep's seed")->capture_default_str();
   std::string trace_file;
   app.add_option("--trace", trace_file, "write a Chrome trace (ui.perfetto.dev) of every run, one process each");
   CLI11_PARSE(app, argc, argv);
@@ -159,6 +201,68 @@ int main(int argc, char** argv) {
                                  {"energy", nlohmann::json(tp::energy::energy_json(chip->preset(), run.counters))}});
       fmt::print("chip {:<6} {:>5}^3 loops: {} instructions, {} cycles, MXU {:.1f}%, {}\n", name, size,
                  run.instructions, run.cycles, 100.0 * run.mxu_utilization, run.pass ? "bit-exact" : "MISMATCH");
+    }
+    // The loops against the unrolled form where both fit.
+    report["loop_sweep"] = nlohmann::json::array();
+    const auto rtl_presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
+    for (const auto& name : sweep_presets) {
+      if (sweep_shapes == 0) break;
+      if (std::find(rtl_presets.begin(), rtl_presets.end(), name) == rtl_presets.end()) {
+        fmt::print("chip_bench: --sweep-presets: no RTL backend for '{}' in this binary (skipped)\n", name);
+        continue;
+      }
+      std::mt19937_64 rng(sweep_seed);
+      const uint32_t n = tp::load_preset(name).mxu.n;
+      unsigned shapes = 0, over = 0;
+      double worst = 0, loops_total = 0, unrolled_total = 0;
+      std::string worst_shape;
+      for (unsigned i = 0; shapes < sweep_shapes && i < 20 * sweep_shapes; ++i) {
+        const bool busy = i % 2 == 1;
+        auto pick = [&](uint32_t hi) { return static_cast<uint32_t>(1 + rng() % hi); };
+        tp::driver::MatmulSpec spec{pick((busy ? 2 : 16) * n), pick((busy ? 3 : 8) * n), pick((busy ? 40 : 6) * n),
+                                    rng() % 2 == 0, rng() % 2 == 0};
+        tp::driver::MatmulRun runs[2];
+        // Both programs loaded padded to one length: on HBM they then start at the same point of
+        // the refresh interval (the host's loading takes cycles).
+        const uint64_t unrolled_size = load_size(name, spec, tp::compiler::Form::unrolled);
+        spec.load_words =
+            static_cast<uint32_t>(std::max(load_size(name, spec, tp::compiler::Form::loops), unrolled_size));
+        bool fits = unrolled_size > 0;
+        for (const int f : {0, 1}) {
+          if (!fits) break;
+          spec.form = f == 0 ? tp::compiler::Form::loops : tp::compiler::Form::unrolled;
+          try {
+            auto chip = tp::driver::Chip::open(name, tp::driver::Backend::rtl);  // each from reset
+            runs[f] = tp::driver::run_matmul(*chip, spec, sweep_seed + i);
+          } catch (const tp::compiler::CompileError&) {
+            fits = false;  // the unrolled program does not fit the instruction memory
+          }
+        }
+        if (!fits) continue;
+        ++shapes;
+        const bool pass = runs[0].pass && runs[1].pass && runs[0].output == runs[1].output;
+        all_pass = all_pass && pass;
+        if (!pass) fmt::print("chip {} {}: MISMATCH (seed {})\n", name, runs[0].what, sweep_seed + i);
+        const double ratio = double(runs[0].cycles) / double(runs[1].cycles);
+        loops_total += double(runs[0].cycles);
+        unrolled_total += double(runs[1].cycles);
+        if (ratio > 1.01) ++over;
+        if (ratio > worst) {
+          worst = ratio;
+          worst_shape = runs[0].what;
+        }
+      }
+      report["loop_sweep"].push_back({{"preset", name},
+                                      {"memory", tp::load_preset(name).chip.memory},
+                                      {"seed", sweep_seed},
+                                      {"shapes", shapes},
+                                      {"worst_ratio", worst},
+                                      {"worst_shape", worst_shape},
+                                      {"over_1_percent", over},
+                                      {"total_ratio", unrolled_total > 0 ? loops_total / unrolled_total : 0.0}});
+      fmt::print(
+          "chip {:<6} loops against unrolled over {} shapes (seed {}): total {:.4f}, worst {:.4f} ({}), {} over 1%\n",
+          name, shapes, sweep_seed, unrolled_total > 0 ? loops_total / unrolled_total : 0.0, worst, worst_shape, over);
     }
     std::filesystem::create_directories(std::filesystem::path(out).parent_path());
     std::ofstream(out) << report.dump(2) << "\n";

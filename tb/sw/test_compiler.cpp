@@ -148,6 +148,23 @@ TEST(Compiler, LoopProgramSizeIsIndependentOfTheShape) {
   }
 }
 
+// MatmulSpec::load_words pads the program with halts (equal load times for a fair comparison on
+// HBM): the run is the same and reports the compiled size; past the instruction memory it is
+// refused before the run.
+TEST(Compiler, LoadWordsPadsTheProgram) {
+  auto chip = golden("tiny");
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  const auto plain = tp::driver::run_matmul(*chip, {20, 9, 30, true, false, Form::loops}, seed);
+  const auto padded = tp::driver::run_matmul(*chip, {20, 9, 30, true, false, Form::loops, 1000}, seed);
+  expect_pass(plain, "tiny");
+  expect_pass(padded, "tiny");
+  EXPECT_EQ(padded.output, plain.output);
+  EXPECT_EQ(padded.instructions, plain.instructions);
+  EXPECT_EQ(padded.cycles, plain.cycles);
+  const uint32_t past = chip->preset().chip.imem_words + 1;
+  EXPECT_THROW((void)tp::driver::run_matmul(*chip, {20, 9, 30, true, false, Form::loops, past}, seed), DriverError);
+}
+
 // The two targets run as loops, bit-exact with the host reference, on the golden backend
 // (chip_bench runs them on the RTL).
 TEST(Compiler, LoopTargetsRunBitExact) {
