@@ -433,6 +433,25 @@ uint32_t padded_rows(const Preset& p, uint32_t rows) {
   return static_cast<uint32_t>(ceil_div(rows, p.mxu.n) * p.mxu.n);
 }
 
+MatmulLayer packed_layer(const Preset& p, uint32_t m, uint32_t k, uint32_t n, bool bias) {
+  MatmulLayer l;
+  l.m = m;
+  l.k = k;
+  l.n = n;
+  l.bias = bias;
+  uint64_t beat = 0;
+  l.a = {beat, m, k};
+  beat += padded_beats(p, m, k);
+  l.w = {beat, k, n};
+  beat += padded_beats(p, padded_rows(p, k), n);
+  if (bias) {
+    l.b = {beat, 1, n};
+    beat += padded_beats(p, 1, n);
+  }
+  l.c = {beat, m, n};
+  return l;
+}
+
 std::vector<isa::build::Drain> leftover_tokens() {
   // program_start's initial tokens.
   return {{static_cast<unsigned>(Queue::load), kAFree, 2},

@@ -88,6 +88,10 @@ uint64_t padded_beats(const Preset&, uint32_t rows, uint32_t cols);
 // rows rounded up to a multiple of n: the rows a weight matrix occupies in HBM.
 uint32_t padded_rows(const Preset&, uint32_t rows);
 
+// A layer m x k x n with A, W, the bias row (with bias) and C one after another from HBM beat 0:
+// for compile-only uses (sizes, tiling), whose programs do not depend on where the matrices sit.
+MatmulLayer packed_layer(const Preset&, uint32_t m, uint32_t k, uint32_t n, bool bias = false);
+
 // The tiling the compiler picks for one layer (for reports and tests).
 struct Tiling {
   uint32_t kb = 0, nb = 0;  // weight tiles along K and along N

@@ -4,7 +4,6 @@
 // of a loop nest so that as many scalar instructions as possible pair; the unit instructions keep
 // their order, and every register keeps the value program order gives it at each use.
 #include <algorithm>
-#include <bitset>
 
 #include "builder.h"
 
@@ -12,37 +11,14 @@ namespace tp::compiler::detail {
 
 namespace {
 
-bool is_scalar(const Instr& i) { return isa::desc(i.op).unit == isa::Unit::front && i.op != Op::halt; }
-bool is_branch(const Instr& i) { return isa::desc(i.op).format == "br" || i.op == Op::loop; }
-
-using RegSet = std::bitset<isa::kNumRegs>;
-
-// The registers an instruction reads and writes (r0 never counts).
-struct Use {
-  RegSet reads, writes;
-};
-Use use_of(const Instr& in) {
-  Use u;
-  const isa::InstrDesc& d = isa::desc(in.op);
-  if (is_scalar(in)) {
-    u.reads.set(in.f.rs1);
-    u.reads.set(in.f.rs2);
-    if (in.op == Op::loop) u.reads.set(in.f.rd);
-    if (d.format != "br") u.writes.set(in.f.rd);
-  } else {
-    for (unsigned k = 0; k < d.nfields; ++k)
-      if (d.fields[k].has_reg) u.reads.set(isa::field(in.f, d.fields[k].reg));
-  }
-  u.reads.reset(0);
-  u.writes.reset(0);
-  return u;
-}
+bool is_scalar(const Instr& i) { return isa::is_scalar(i.op); }
+bool is_branch(const Instr& i) { return isa::is_branch(i.op); }
 
 // Whether b may issue in the same cycle right after a (b a scalar instruction; a not a branch
 // that is taken, which the caller knows): b reads nothing a writes.
 bool pairs(const Instr& a, const Instr& b) {
   if (!is_scalar(b)) return false;
-  return (use_of(a).writes & use_of(b).reads).none();
+  return (isa::reg_use(a).writes & isa::reg_use(b).reads) == 0;
 }
 
 // One basic block: lines [begin, end) with no label inside and no branch before the last.
@@ -51,7 +27,7 @@ void schedule_block(Lines& lines, size_t begin, size_t end) {
   struct Item {
     std::vector<Line> lines;
     Instr in;
-    Use use;
+    isa::RegUse use;
   };
   std::vector<Item> items;
   std::vector<Line> pending, trailing;
@@ -62,7 +38,7 @@ void schedule_block(Lines& lines, size_t begin, size_t end) {
     }
     const Instr in = *lines[i].instr;
     pending.push_back(std::move(lines[i]));
-    items.push_back({std::move(pending), in, use_of(in)});
+    items.push_back({std::move(pending), in, isa::reg_use(in)});
     pending.clear();
   }
   trailing = std::move(pending);
@@ -72,12 +48,12 @@ void schedule_block(Lines& lines, size_t begin, size_t end) {
   std::vector<std::vector<size_t>> raw(n), order(n);
   for (size_t j = 0; j < n; ++j) {
     for (size_t i = 0; i < j; ++i) {
-      const Use &a = items[i].use, &b = items[j].use;
+      const isa::RegUse &a = items[i].use, &b = items[j].use;
       const bool both_units = !is_scalar(items[i].in) && !is_scalar(items[j].in);
       const bool last = j + 1 == n && (is_branch(items[j].in) || items[j].in.op == Op::halt);
-      if ((a.writes & b.reads).any())
+      if (a.writes & b.reads)
         raw[j].push_back(i);  // j needs i's result: a later cycle
-      else if (both_units || last || (a.reads & b.writes).any() || (a.writes & b.writes).any())
+      else if (both_units || last || (a.reads & b.writes) || (a.writes & b.writes))
         order[j].push_back(i);  // i first, possibly in the same cycle
     }
   }

@@ -317,9 +317,7 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
     if (s.load_words > p.chip.imem_words)
       throw DriverError(fmt::format("run_matmul: load_words {} past the {}-word instruction memory", s.load_words,
                                     p.chip.imem_words));
-    isa::Instr halt;
-    halt.op = isa::Op::halt;
-    prog.code.resize(s.load_words, isa::encode(halt));
+    prog.code.resize(s.load_words, isa::encode(isa::build::halt()));
   }
 
   std::mt19937_64 rng(seed);

@@ -20,15 +20,6 @@ namespace {
 
 bool is_vector(Op op) { return vpu_is_vector_op(op); }
 
-// A scalar instruction or branch: the front end executes it (halt is the front end's too, but stops).
-bool is_scalar(Op op) { return isa::desc(op).unit == isa::Unit::front && op != Op::halt; }
-
-// The register a scalar instruction writes (0: none) and whether it reads register r (r0: never).
-unsigned writes_reg(const isa::Instr& in) { return isa::desc(in.op).format == "br" ? 0u : unsigned(in.f.rd); }
-bool reads_reg(const isa::Instr& in, unsigned r) {
-  return r != 0 && (in.f.rs1 == r || in.f.rs2 == r || (in.op == Op::loop && in.f.rd == r));
-}
-
 }  // namespace
 
 ChipModel::ChipModel(const tp::Preset& p)
@@ -360,7 +351,7 @@ bool ChipModel::dispatch(uint64_t& budget) {
         fail(d.err, pc_);
         return false;
       }
-      if (is_scalar(d.instr.op)) {
+      if (isa::is_scalar(d.instr.op)) {
         if (const Err e = check_scalar(d.instr); e != Err::none) {
           fail(e, pc_);
           return false;
@@ -370,12 +361,13 @@ bool ChipModel::dispatch(uint64_t& budget) {
         ++steps_;
         ++stats_.instructions;
         // It pairs with the instruction before it unless that one writes a register it reads.
-        const bool paired = pair_open_ && !reads_reg(d.instr, pair_writes_);
+        const isa::RegUse use = isa::reg_use(d.instr);
+        const bool paired = pair_open_ && (use.reads & pair_writes_) == 0;
         timing_->scalar(paired);
         const uint32_t at = pc_;
         exec_scalar(d.instr);
         pair_open_ = !paired && pc_ == at + 1;
-        pair_writes_ = writes_reg(d.instr);
+        pair_writes_ = use.writes;
         // On the chip the units run while the front end computes: after a scalar instruction
         // the units that can start get their turn, so a long or endless loop does not keep them
         // (and their errors, ici_slice say) waiting.

@@ -187,9 +187,9 @@ class ChipModel {
   bool seen_lw_ = false, lw_unused_ = false;    // the front end's MXU sequence check
   // The front end's second issue slot: the last instruction issued first in its cycle and may
   // take a scalar instruction with it (a unit one that dispatched, a scalar one that did not
-  // branch), and the register it writes (0: none).
+  // branch), and the registers it writes (isa::RegUse::writes).
   bool pair_open_ = false;
-  unsigned pair_writes_ = 0;
+  uint32_t pair_writes_ = 0;
   bool switch_pending_ = false;  // the next mxu.mm row switches to the new tile
   std::array<std::deque<Entry>, isa::kQueues> queues_;
   std::array<uint32_t, 16> sems_{};

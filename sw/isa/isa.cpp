@@ -169,6 +169,25 @@ Decoded decode(const Word& w) {
   return out;
 }
 
+bool is_scalar(Op op) { return desc(op).unit == Unit::front && op != Op::halt; }
+bool is_branch(Op op) { return desc(op).format == "br" || op == Op::loop; }
+
+RegUse reg_use(const Instr& in) {
+  RegUse u;
+  const InstrDesc& d = desc(in.op);
+  auto bit = [](uint64_t r) { return uint32_t{1} << r; };
+  if (is_scalar(in.op)) {
+    u.reads = bit(in.f.rs1) | bit(in.f.rs2) | (in.op == Op::loop ? bit(in.f.rd) : 0u);
+    if (d.format != "br") u.writes = bit(in.f.rd);
+  } else {
+    for (unsigned k = 0; k < d.nfields; ++k)
+      if (d.fields[k].has_reg) u.reads |= bit(field(in.f, d.fields[k].reg));
+  }
+  u.reads &= ~uint32_t{1};
+  u.writes &= ~uint32_t{1};
+  return u;
+}
+
 Unit unit_of(const Instr& in) {
   const InstrDesc& d = desc(in.op);
   if (d.unit != Unit::field) return d.unit;

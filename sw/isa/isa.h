@@ -74,6 +74,18 @@ Decoded decode(const Word&);
 // The queue an instruction goes to: fence's `unit` field resolved to Unit::load .. Unit::ici
 // (0..4; throws IsaError for 5..7, which name no queue); halt -> Unit::front.
 Unit unit_of(const Instr&);
+// The front end's own instructions: scalar ones and branches (unit front, not halt), and of
+// those the branches (beq .. bge, loop).
+bool is_scalar(Op);
+bool is_branch(Op);
+// The scalar registers an instruction reads and writes, as masks (bit r; r0 never counts): a
+// scalar instruction's rs1, rs2 (a loop's counter too) and rd (none for a branch but loop); a
+// unit instruction's register fields (it writes none). The dual-issue rule (docs/chip.md) pairs
+// a scalar instruction with the one before it when it reads nothing that one writes.
+struct RegUse {
+  uint32_t reads = 0, writes = 0;
+};
+RegUse reg_use(const Instr&);
 bool uses_b(Op);
 bool uses_mask(Op);
 // A vector op's pipeline stages from operands to result (the table's latency; 1 for most).

@@ -24,35 +24,6 @@
 #include "driver.h"
 #include "energy.h"
 
-namespace {
-
-// The program's size for this shape and form (0: it does not fit), from a layer at fixed beats
-// (the size does not depend on where the matrices sit).
-uint64_t load_size(const std::string& preset, const tp::driver::MatmulSpec& s, tp::compiler::Form form) {
-  const tp::Preset p = tp::load_preset(preset);
-  tp::compiler::MatmulLayer l;
-  l.m = s.m;
-  l.k = s.k;
-  l.n = s.n;
-  l.bias = s.bias;
-  l.relu = s.relu;
-  l.a = {0, s.m, s.k};
-  l.w = {tp::compiler::padded_beats(p, s.m, s.k), s.k, s.n};
-  uint64_t beat = l.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, s.k), s.n);
-  if (s.bias) {
-    l.b = {beat, 1, s.n};
-    beat += tp::compiler::padded_beats(p, 1, s.n);
-  }
-  l.c = {beat, s.m, s.n};
-  try {
-    return tp::compiler::compile(p, {l}, {.form = form}).code.size();
-  } catch (const tp::compiler::CompileError&) {
-    return 0;
-  }
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"tensorpod chip benchmark: compiled matmuls on the Verilated chip against the roofline"};
   std::vector<std::string> presets;
@@ -78,7 +49,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "chip_bench: --trace {}: cannot write\n", trace_file);
     return 2;
   }
-  if (presets.empty()) presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
+  const auto rtl_presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
+  if (presets.empty()) presets = rtl_presets;
+  for (const auto& name : sweep_presets)  // before any run
+    if (std::find(rtl_presets.begin(), rtl_presets.end(), name) == rtl_presets.end()) {
+      fmt::print(stderr, "chip_bench: --sweep-presets: no RTL backend for '{}' in this binary\n", name);
+      return 2;
+    }
 
   try {
     nlohmann::json report = {{"benchmark", "chip"}, {"results", nlohmann::json::array()}};
@@ -204,15 +181,11 @@ int main(int argc, char** argv) {
     }
     // The loops against the unrolled form where both fit.
     report["loop_sweep"] = nlohmann::json::array();
-    const auto rtl_presets = tp::driver::registered_presets(tp::driver::Backend::rtl);
     for (const auto& name : sweep_presets) {
       if (sweep_shapes == 0) break;
-      if (std::find(rtl_presets.begin(), rtl_presets.end(), name) == rtl_presets.end()) {
-        fmt::print("chip_bench: --sweep-presets: no RTL backend for '{}' in this binary (skipped)\n", name);
-        continue;
-      }
       std::mt19937_64 rng(sweep_seed);
-      const uint32_t n = tp::load_preset(name).mxu.n;
+      const tp::Preset sp = tp::load_preset(name);
+      const uint32_t n = sp.mxu.n;
       unsigned shapes = 0, over = 0;
       double worst = 0, loops_total = 0, unrolled_total = 0;
       std::string worst_shape;
@@ -224,21 +197,19 @@ int main(int argc, char** argv) {
         tp::driver::MatmulRun runs[2];
         // Both programs loaded padded to one length: on HBM they then start at the same point of
         // the refresh interval (the host's loading takes cycles).
-        const uint64_t unrolled_size = load_size(name, spec, tp::compiler::Form::unrolled);
-        spec.load_words =
-            static_cast<uint32_t>(std::max(load_size(name, spec, tp::compiler::Form::loops), unrolled_size));
-        bool fits = unrolled_size > 0;
-        for (const int f : {0, 1}) {
-          if (!fits) break;
-          spec.form = f == 0 ? tp::compiler::Form::loops : tp::compiler::Form::unrolled;
-          try {
-            auto chip = tp::driver::Chip::open(name, tp::driver::Backend::rtl);  // each from reset
-            runs[f] = tp::driver::run_matmul(*chip, spec, sweep_seed + i);
-          } catch (const tp::compiler::CompileError&) {
-            fits = false;  // the unrolled program does not fit the instruction memory
-          }
+        tp::compiler::CompileInfo sizes;
+        try {
+          sizes = tp::compiler::compile_info(sp, {tp::compiler::packed_layer(sp, spec.m, spec.k, spec.n, spec.bias)});
+        } catch (const tp::compiler::CompileError&) {
+          continue;  // the layer does not fit the chip at all
         }
-        if (!fits) continue;
+        spec.load_words = static_cast<uint32_t>(std::max(sizes.looped_instructions, sizes.unrolled_instructions));
+        if (sizes.unrolled_instructions == 0) continue;  // the unrolled program does not fit
+        for (const int f : {0, 1}) {
+          spec.form = f == 0 ? tp::compiler::Form::loops : tp::compiler::Form::unrolled;
+          auto chip = tp::driver::Chip::open(name, tp::driver::Backend::rtl);  // each from reset
+          runs[f] = tp::driver::run_matmul(*chip, spec, sweep_seed + i);
+        }
         ++shapes;
         const bool pass = runs[0].pass && runs[1].pass && runs[0].output == runs[1].output;
         all_pass = all_pass && pass;
@@ -253,7 +224,7 @@ int main(int argc, char** argv) {
         }
       }
       report["loop_sweep"].push_back({{"preset", name},
-                                      {"memory", tp::load_preset(name).chip.memory},
+                                      {"memory", sp.chip.memory},
                                       {"seed", sweep_seed},
                                       {"shapes", shapes},
                                       {"worst_ratio", worst},

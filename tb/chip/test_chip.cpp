@@ -1130,14 +1130,7 @@ TEST(ChipMatmulLoops, CyclesWithinOnePercentOfUnrolled) {
         std::tuple{3u, n, 50 * n}, std::tuple{n / 2 + 1, 3 * n - 2, 20 * n + 1}, std::tuple{n + 1, 2 * n, 30 * n},
         std::tuple{2 * n, 5 * n + 1, 8 * n}, std::tuple{16 * n, n, 3 * n}, std::tuple{14 * n, 2 * n + 1, n - 1},
         std::tuple{13 * n, 3 * n, 2 * n}}) {
-    tp::compiler::MatmulLayer l;
-    l.m = m;
-    l.k = k;
-    l.n = nn;
-    l.a = {0, m, k};
-    l.w = {tp::compiler::padded_beats(p, m, k), k, nn};
-    l.c = {l.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, k), nn), m, nn};
-    const auto info = tp::compiler::compile_info(p, {l});
+    const auto info = tp::compiler::compile_info(p, {tp::compiler::packed_layer(p, m, k, nn)});
     if (info.unrolled_instructions == 0) continue;
     ++compared;
     // Each form on a chip of its own from reset, both programs loaded padded to one length: on

@@ -39,22 +39,7 @@ void expect_pass(const tp::driver::MatmulRun& run, const std::string& preset) {
 
 // A layer placed at fixed beats, for compile-only tests.
 MatmulLayer layer_at(const tp::Preset& p, uint32_t m, uint32_t k, uint32_t n, bool bias = false) {
-  MatmulLayer l;
-  l.m = m;
-  l.k = k;
-  l.n = n;
-  l.bias = bias;
-  uint64_t beat = 0;
-  l.a = {beat, m, k};
-  beat += tp::compiler::padded_beats(p, m, k);
-  l.w = {beat, k, n};
-  beat += tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, k), n);
-  if (bias) {
-    l.b = {beat, 1, n};
-    beat += tp::compiler::padded_beats(p, 1, n);
-  }
-  l.c = {beat, m, n};
-  return l;
+  return tp::compiler::packed_layer(p, m, k, n, bias);
 }
 
 using tp::tb::Shape;
