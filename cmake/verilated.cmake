@@ -136,7 +136,8 @@ endfunction()
 
 function(tp_hbm_params preset out)
   set(p "")
-  foreach(pair bank_groups:BankGroups banks_per_group:BanksPerGroup queue:QD write_hi:HiWm write_lo:LoWm)
+  foreach(pair bank_groups:BankGroups banks_per_group:BanksPerGroup queue:QD write_queue:WQD write_hi:HiWm write_lo:LoWm
+               starve_limit:StarveLimit)
     string(REPLACE ":" ";" kv ${pair})
     list(GET kv 0 key)
     list(GET kv 1 param)
@@ -199,8 +200,9 @@ function(tp_hbm_model preset)
     return()
   endif()
   tp_hbm_params(${preset} params)
+  # 6-bit request IDs, as the chip's memory port gives its controllers (tp_mem_hbm).
   tp_verilate(rtl_hbm_${preset} TOP tp_hbm_ctrl PREFIX Vhbm_${preset} SOURCES ${TP_RTL_HBM}
-              PARAMS ${params} ARGS ${TP_VERILATOR_ARGS_ICI})
+              PARAMS ${params} -GIdW=6 ARGS ${TP_VERILATOR_ARGS_ICI})
 endfunction()
 
 # make lint: verilator --lint-only -Wall on every RTL top, at every preset's parameters.

@@ -137,8 +137,8 @@ def log2(v):
 
 def hbm_params(p):
     h, t = p["hbm"], p["hbm"]["timing"]
-    out = {"BankGroups": h["bank_groups"], "BanksPerGroup": h["banks_per_group"], "QD": h["queue"],
-           "HiWm": h["write_hi"], "LoWm": h["write_lo"], "RowW": log2(h["rows"]), "ColW": log2(h["columns"]),
+    out = {"BankGroups": h["bank_groups"], "BanksPerGroup": h["banks_per_group"], "QD": h["queue"], "WQD": h["write_queue"],
+           "HiWm": h["write_hi"], "LoWm": h["write_lo"], "StarveLimit": h["starve_limit"], "RowW": log2(h["rows"]), "ColW": log2(h["columns"]),
            "ClosedPage": int(bool(h.get("closed_page"))), "BankLow": int(bool(h.get("bank_interleave")))}
     for key, param in [("cl", "CL"), ("cwl", "CWL"), ("trcd", "TRCD"), ("trp", "TRP"), ("tras", "TRAS"),
                        ("trc", "TRC"), ("tccd_s", "TCCDS"), ("tccd_l", "TCCDL"), ("trrd_s", "TRRDS"),

@@ -19,7 +19,9 @@ module tp_mem_hbm #(
   parameter int unsigned ColW = 5,
   parameter int unsigned BankLow = 0,
   parameter int unsigned ClosedPage = 0,
+  parameter int unsigned WQD = 0,  // write buffer entries (0: writes share the QD)
   parameter int unsigned HiWm = 6, LoWm = 2,
+  parameter int unsigned StarveLimit = 512,
   parameter int unsigned CL = 14, CWL = 4, TRCD = 14, TRP = 14, TRAS = 34, TRC = 48,
   parameter int unsigned TCCDS = 1, TCCDL = 2, TRRDS = 4, TRRDL = 6, TFAW = 30,
   parameter int unsigned TWTRS = 4, TWTRL = 9, TRTP = 4, TWR = 16, TRFC = 260, TREFI = 3900,
@@ -225,8 +227,8 @@ module tp_mem_hbm #(
     end
 
     tp_hbm_ctrl #(
-      .IdW(IdW), .QD(QD), .BankGroups(BankGroups), .BanksPerGroup(BanksPerGroup), .RowW(RowW),
-      .ColW(ColW), .BankLow(BankLow), .ClosedPage(ClosedPage), .HiWm(HiWm), .LoWm(LoWm), .CL(CL),
+      .IdW(IdW), .QD(QD), .WQD(WQD), .BankGroups(BankGroups), .BanksPerGroup(BanksPerGroup), .RowW(RowW),
+      .ColW(ColW), .BankLow(BankLow), .ClosedPage(ClosedPage), .HiWm(HiWm), .LoWm(LoWm), .StarveLimit(StarveLimit), .CL(CL),
       .CWL(CWL), .TRCD(TRCD), .TRP(TRP), .TRAS(TRAS), .TRC(TRC), .TCCDS(TCCDS), .TCCDL(TCCDL),
       .TRRDS(TRRDS), .TRRDL(TRRDL), .TFAW(TFAW), .TWTRS(TWTRS), .TWTRL(TWTRL), .TRTP(TRTP),
       .TWR(TWR), .TRFC(TRFC), .TREFI(TREFI)

@@ -97,8 +97,8 @@ bool get_bool(const json& obj, const std::string& key, const std::string& origin
 
 HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string& where) {
   check_keys(c,
-             {"channels", "pseudo_channels", "bank_groups", "banks_per_group", "rows", "columns", "queue", "write_hi",
-              "write_lo", "closed_page", "bank_interleave", "timing"},
+             {"channels", "pseudo_channels", "bank_groups", "banks_per_group", "rows", "columns", "queue",
+              "write_queue", "write_hi", "write_lo", "starve_limit", "closed_page", "bank_interleave", "timing"},
              origin, where);
   HbmConfig h;
   h.channels = get_uint(c, "channels", 1, 16, origin, where);
@@ -110,8 +110,10 @@ HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string&
   h.rows = get_pow2(c, "rows", 16, 1u << 20, origin, where);
   h.columns = get_pow2(c, "columns", 8, 128, origin, where);
   h.queue = get_uint(c, "queue", 2, 64, origin, where);
-  h.write_hi = get_uint(c, "write_hi", 1, h.queue, origin, where);
+  h.write_queue = get_uint(c, "write_queue", 0, 64, origin, where);
+  h.write_hi = get_uint(c, "write_hi", 1, h.write_queue ? h.write_queue : h.queue, origin, where);
   h.write_lo = get_uint(c, "write_lo", 0, h.write_hi - 1, origin, where);
+  h.starve_limit = get_uint(c, "starve_limit", 16, 1u << 20, origin, where);
   h.closed_page = get_bool(c, "closed_page", origin, where);
   h.bank_interleave = get_bool(c, "bank_interleave", origin, where);
   if (!c.contains("timing")) fail(origin, where + ".timing", "missing");
@@ -571,8 +573,10 @@ std::string preset_json(const Preset& p) {
               {"rows", p.hbm.rows},
               {"columns", p.hbm.columns},
               {"queue", p.hbm.queue},
+              {"write_queue", p.hbm.write_queue},
               {"write_hi", p.hbm.write_hi},
               {"write_lo", p.hbm.write_lo},
+              {"starve_limit", p.hbm.starve_limit},
               {"closed_page", p.hbm.closed_page},
               {"bank_interleave", p.hbm.bank_interleave},
               {"timing",

@@ -40,6 +40,8 @@ struct HbmConfig {
   unsigned bank_groups = 4, banks_per_group = 4;     // powers of two
   unsigned rows = 16384, columns = 32;               // powers of two; a column is one 32-byte burst
   unsigned queue = 16, write_hi = 12, write_lo = 4;  // request queue and write-drain watermarks
+  unsigned write_queue = 16;                         // write buffer (0: writes share the queue)
+  unsigned starve_limit = 512;                       // cycles a request waits before it gets its bank
   bool closed_page = false;
   bool bank_interleave = true;  // address map row|column|bank (true) or row|bank|column
   HbmTimingConfig timing;

@@ -89,6 +89,12 @@ TEST(Config, HbmSectionIsValidated) {
   EXPECT_NE(error_of(with_hbm("rows", "1000")).find("presets.a.hbm.rows: 1000 is not a power of two"),
             std::string::npos);
   EXPECT_NE(error_of(with_hbm("write_lo", "99")).find("presets.a.hbm.write_lo"), std::string::npos);
+  EXPECT_NE(error_of(with_hbm("write_queue", "65")).find("presets.a.hbm.write_queue: 65 is out of range [0, 64]"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_hbm("write_queue", "4")).find("presets.a.hbm.write_hi: 6 is out of range [1, 4]"),
+            std::string::npos);  // the watermarks count the write buffer's entries when it has its own
+  EXPECT_NE(error_of(with_hbm("starve_limit", "8")).find("presets.a.hbm.starve_limit: 8 is out of range"),
+            std::string::npos);
   EXPECT_NE(error_of(with_hbm("timing.trefi", "10")).find("presets.a.hbm.timing.trefi: 10 must exceed trfc"),
             std::string::npos);
   EXPECT_NE(error_of(with_hbm("timing.tXYZ", "1")).find("presets.a.hbm.timing.tXYZ: unknown key"), std::string::npos);
