@@ -190,9 +190,10 @@ function(tp_hbm_system_model preset)
   tp_preset_get(ch ${preset} hbm channels)
   tp_preset_get(pc ${preset} hbm pseudo_channels)
   math(EXPR nc "${ch} * ${pc}")
+  # 6-bit request IDs, as for the single controller (tp_hbm_model).
   tp_verilate(rtl_hbmsys_${preset} TOP tp_hbm PREFIX Vhbmsys_${preset}
               SOURCES ${TP_RTL_HBM} ${PROJECT_SOURCE_DIR}/rtl/common/tp_rr_arb.sv ${PROJECT_SOURCE_DIR}/rtl/hbm/tp_hbm.sv
-              PARAMS ${params} -GNC=${nc} ARGS ${TP_VERILATOR_ARGS_ICI})
+              PARAMS ${params} -GNC=${nc} -GIdW=6 ARGS ${TP_VERILATOR_ARGS_ICI})
 endfunction()
 
 function(tp_hbm_model preset)

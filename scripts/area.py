@@ -185,7 +185,7 @@ BLOCKS = {
                 lambda p: p["ici"]["replay_flits"], "n", "one link's sender: replay buffer, go-back-N, CRC"),
     "link_rx": ("tp_ici_link_rx", lambda p: {"FW": flit_bits(p), "V": p["ici"]["vcs"]},
                 lambda p: flit_bits(p), "n", "one link's receiver: CRC check, sequence, credits"),
-    "hbm_ctrl": ("tp_hbm_ctrl", hbm_params, lambda p: p["hbm"]["queue"], "n",
+    "hbm_ctrl": ("tp_hbm_ctrl", hbm_params, lambda p: p["hbm"]["queue"] + p["hbm"]["write_queue"], "n",
                  "one HBM pseudo-channel's controller (the chip has channels x pseudo-channels)"),
 }
 # The blocks too slow to synthesise at large n (the MXU array grows with n^2, the vector unit

@@ -1,18 +1,21 @@
 // make bench: the HBM controller's bandwidth and latency per access pattern on the HBM2 preset,
 // into build/reports/hbm.json; and a trace mode that replays "0xADDRESS READ|WRITE CYCLE" lines.
-// One pseudo-channel is simulated: pseudo-channels are independent controllers, and the channel
-// interleave spreads these patterns evenly over them.
+// Built from this file for two models (TP_HBM_CLASS): hbm_bench simulates one pseudo-channel
+// (tp_hbm_ctrl), and hbm_system_bench (and hbm_system_trace, at a test preset) the whole subsystem (tp_hbm: every
+// pseudo-channel behind its one request port), with the same patterns and trace mode over the subsystem's addresses.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <type_traits>
 
 #include TP_HBM_HEADER
 #include "config.h"
@@ -23,11 +26,42 @@ namespace {
 
 using nlohmann::json;
 using Harness = tp::tb::HbmHarness<TP_HBM_CLASS>;
+constexpr bool kSystem = Harness::kMulti;  // tp_hbm: multi-burst requests, one counter per pseudo-channel
+constexpr unsigned kMaxLen = 16;           // tp_hbm's LenW = 4: at most 16 bursts a request
+
+// A counter summed over the pseudo-channels (the subsystem has one per pseudo-channel).
+template <class V>
+uint64_t total(const V& v, unsigned nc) {
+  if constexpr (std::is_integral_v<V>) {
+    (void)nc;
+    return v;
+  } else {
+    uint64_t s = 0;
+    for (unsigned c = 0; c < nc; ++c) s += v[c];
+    return s;
+  }
+}
+
+// The subsystem's own fields: its port answers one burst per cycle (read data or a write's
+// acknowledgement), and each pseudo-channel's bus use.
+template <class Top>
+void add_system_fields(json& r, const Top& t, unsigned nc, uint64_t n, double cycles) {
+  if constexpr (tp::tb::HbmHarness<Top>::kMulti) {
+    r["pseudo_channels"] = nc;
+    r["port_fraction"] = double(n) / cycles;
+    json per = json::array();
+    for (unsigned c = 0; c < nc; ++c) per.push_back(double(t.cnt_bus_busy_o[c]) / cycles);
+    r["pseudo_channel_bus_fraction"] = per;
+  } else {
+    (void)r, (void)t, (void)nc, (void)n, (void)cycles;
+  }
+}
 
 json measure(const tp::Preset& preset, const std::string& pattern, const std::vector<tp::tb::HbmRequest>& reqs,
              Harness::Feeder feeder = nullptr, uint64_t limit = 5'000'000) {
   Harness h(preset.hbm, 1);
   for (const auto& r : reqs) h.queue(r);
+  const unsigned nc = h.channels();
   if (feeder) h.feed(std::move(feeder));
   const auto t0 = std::chrono::steady_clock::now();
   h.run(0, 0, limit);
@@ -45,61 +79,87 @@ json measure(const tp::Preset& preset, const std::string& pattern, const std::ve
   for (auto l : wlat) wavg += double(l);
   wavg = wlat.empty() ? 0 : wavg / double(wlat.size());
   auto& t = h.top();
-  const uint64_t n = t.cnt_reads_o + t.cnt_writes_o;
+  const uint64_t n = total(t.cnt_reads_o, nc) + total(t.cnt_writes_o, nc);  // bursts
+  const uint64_t refreshes = total(t.cnt_refreshes_o, nc);
   const double cycles = double(h.cycle());
-  // Refreshes due but still postponed at the end (at most 8) were not paid for in these cycles.
-  const uint64_t due = h.cycle() / preset.hbm.timing.trefi;
-  const uint64_t debt = due > t.cnt_refreshes_o ? due - t.cnt_refreshes_o : 0;
-  return {{"pattern", pattern},
-          {"requests", n},
-          {"bytes", n * 32},
-          {"cycles", h.cycle()},
-          {"bandwidth_fraction", double(n) * 2.0 / cycles},  // 2 data-bus cycles per burst
-          {"row_hit_rate", double(t.cnt_hits_o) / double(n)},
-          {"row_misses", t.cnt_misses_o},
-          {"row_conflicts", t.cnt_conflicts_o},
-          {"refreshes", t.cnt_refreshes_o},
-          {"refreshes_postponed_at_end", debt},
-          {"avg_read_latency", avg},
-          {"p99_read_latency", p99},
-          {"max_read_latency", lat.empty() ? 0 : lat.back()},
-          {"avg_write_latency", wavg},
-          {"p99_write_latency", wlat.empty() ? 0 : double(wlat[std::min(wlat.size() - 1, wlat.size() * 99 / 100)])},
-          {"sim_cycles_per_s", cycles / wall}};
+  // Refreshes due but still postponed at the end (at most 8 per pseudo-channel) were not paid for
+  // in these cycles.
+  const uint64_t due = h.cycle() / preset.hbm.timing.trefi * nc;
+  const uint64_t debt = due > refreshes ? due - refreshes : 0;
+  json r = {{"pattern", pattern},
+            {"requests", n},
+            {"bytes", n * 32},
+            {"cycles", h.cycle()},
+            // 2 data-bus cycles per burst, over every pseudo-channel's bus
+            {"bandwidth_fraction", double(n) * 2.0 / (cycles * nc)},
+            {"row_hit_rate", double(total(t.cnt_hits_o, nc)) / double(n)},
+            {"row_misses", total(t.cnt_misses_o, nc)},
+            {"row_conflicts", total(t.cnt_conflicts_o, nc)},
+            {"refreshes", refreshes},
+            {"refreshes_postponed_at_end", debt},
+            {"avg_read_latency", avg},
+            {"p99_read_latency", p99},
+            {"max_read_latency", lat.empty() ? 0 : lat.back()},
+            {"avg_write_latency", wavg},
+            {"p99_write_latency", wlat.empty() ? 0 : double(wlat[std::min(wlat.size() - 1, wlat.size() * 99 / 100)])},
+            {"sim_cycles_per_s", cycles / wall}};
+  add_system_fields(r, t, nc, n, cycles);
+  return r;
 }
 
 // Request IDs: reads take 0..kIds-1 and writes kIds..2 kIds-1 (separate spaces, as AXI's read and
 // write channels have, so per-ID order never chains a read behind a write), round robin per
 // request; the bursts of one request share its ID. The chip's memory port tags every beat in
 // flight with one of 63 IDs (tp_mem_hbm), so per-ID order seldom holds a request back there;
-// 32 IDs per kind model that (with 8 the random patterns lost up to 10% to order alone).
+// 32 IDs per kind model that (with 8 the random patterns lost up to 10% to order alone; the
+// subsystem, which holds a request while its ID is outstanding in another pseudo-channel, moved a
+// sequential stream at 0.18 bursts per cycle with 8). The models have 6-bit IDs.
 constexpr unsigned kIds = 32;
+unsigned request_id(bool write, uint64_t& reads, uint64_t& writes) {
+  return write ? kIds + static_cast<unsigned>(writes++ % kIds) : static_cast<unsigned>(reads++ % kIds);
+}
+
+// The harness requests of one request of `len` bursts from `addr` (within `bursts`, wrapping):
+// one per burst for a single controller; for the subsystem, chunks of at most kMaxLen bursts
+// that do not wrap, a read one handshake, a write one per burst (its data).
+template <class Rng, class Out>
+void split_request(bool write, uint32_t addr, unsigned len, unsigned id, uint64_t not_before, uint32_t bursts, Rng& rng,
+                   Out&& out) {
+  for (unsigned k = 0; k < len;) {
+    const uint32_t a = (addr + k) % bursts;
+    const unsigned n = kSystem ? std::min({kMaxLen, len - k, bursts - a}) : 1;
+    for (unsigned b = 0; b < (write ? n : 1); ++b) {
+      tp::tb::HbmRequest r;
+      r.write = write;
+      r.addr = a;
+      r.id = id;
+      r.not_before = not_before;
+      r.len = n - 1;
+      r.beat = b;
+      for (auto& x : r.data.b) x = static_cast<uint8_t>(rng());  // (reads too: one random sequence)
+      out(r);
+    }
+    k += n;
+  }
+}
 
 // random_64B_paced offers a 64-byte request every 9 cycles: 4 of every 9 data-bus cycles, 0.444
 // of peak, DRAMSim3's throughput on random 64 B (docs/benchmarks.md), so that the read latency
 // compares at the same load.
 constexpr unsigned kPacedGap = 9;
-unsigned request_id(bool write, uint64_t& reads, uint64_t& writes) {
-  return write ? kIds + static_cast<unsigned>(writes++ % kIds) : static_cast<unsigned>(reads++ % kIds);
-}
 
 std::vector<tp::tb::HbmRequest> pattern_requests(const std::string& p, uint32_t bursts, unsigned n) {
   std::mt19937_64 rng(7);
   std::vector<tp::tb::HbmRequest> out;
   uint64_t reads = 0, writes = 0;
+  uint64_t total_bursts = 0;
   auto add = [&](bool write, uint32_t addr, unsigned len = 1, uint64_t not_before = 0) {
-    const unsigned id = request_id(write, reads, writes);
-    for (unsigned k = 0; k < len; ++k) {
-      tp::tb::HbmRequest r;
-      r.write = write;
-      r.addr = (addr + k) % bursts;
-      r.id = id;
-      r.not_before = not_before;
-      for (auto& x : r.data.b) x = static_cast<uint8_t>(rng());
-      out.push_back(r);
-    }
+    len = static_cast<unsigned>(std::min<uint64_t>(len, n - total_bursts));  // n bursts in all
+    split_request(write, addr, len, request_id(write, reads, writes), not_before, bursts, rng,
+                  [&](const tp::tb::HbmRequest& r) { out.push_back(r); });
+    total_bursts += len;
   };
-  for (unsigned i = 0; out.size() < n; ++i) {
+  for (unsigned i = 0; total_bursts < n; ++i) {
     if (p == "seq_read")
       add(false, i);
     else if (p == "seq_write")
@@ -123,7 +183,6 @@ std::vector<tp::tb::HbmRequest> pattern_requests(const std::string& p, uint32_t 
       throw std::invalid_argument(fmt::format("unknown pattern '{}'", p));
     }
   }
-  out.resize(n);
   return out;
 }
 
@@ -145,21 +204,16 @@ class TraceReader {
   }
   uint64_t lines() const { return lines_; }
 
-  // The next burst request; false at the end of the trace.
+  // The next harness request; false at the end of the trace.
   bool operator()(tp::tb::HbmRequest& r) {
-    if (left_ == 0) {
+    if (pending_.empty()) {
       if (!next_line(in_, cur_)) return false;
-      left_ = cur_.bursts;
-      id_ = request_id(cur_.write, reads_, writes_);
-      k_ = 0;
+      split_request(cur_.write, static_cast<uint32_t>(cur_.burst % bursts_), cur_.bursts,
+                    request_id(cur_.write, reads_, writes_), cur_.cycle, bursts_, rng_,
+                    [&](const tp::tb::HbmRequest& x) { pending_.push_back(x); });
     }
-    r = {};
-    r.write = cur_.write;
-    r.addr = static_cast<uint32_t>((cur_.burst + k_) % bursts_);
-    r.id = id_;
-    r.not_before = cur_.cycle;
-    ++k_;
-    --left_;
+    r = pending_.front();
+    pending_.pop_front();
     return true;
   }
 
@@ -180,27 +234,31 @@ class TraceReader {
   std::ifstream in_;
   uint64_t lines_ = 0, lineno_ = 0, last_ = 0, reads_ = 0, writes_ = 0;
   Line cur_;
-  unsigned left_ = 0, k_ = 0, id_ = 0;
+  std::deque<tp::tb::HbmRequest> pending_;  // the current line's requests (at most 128 bursts)
+  std::mt19937_64 rng_{7};                  // write data
 };
 
 // The pattern's limit as a fraction of the data bus's peak (docs/hbm.md "Bounds"): refresh takes
 // tRFC of every tREFI; a pattern that needs a new row for every `bursts_per_row` bursts can open
 // at most 4 rows per tFAW, each giving bursts_per_row bursts of 2 bus cycles.
-double bound_fraction(const tp::HbmConfig& c, const std::string& p) {
+// For the subsystem, the fraction is of all nc pseudo-channels' buses, and its port, one burst a
+// cycle, bounds it at 2 / nc.
+double bound_fraction(const tp::HbmConfig& c, const std::string& p, unsigned nc) {
   const double refresh = 1.0 - double(c.timing.trfc) / double(c.timing.trefi);
   const double faw = double(c.timing.tfaw);
   auto rows_bound = [&](double bursts_per_row) { return std::min(1.0, 4.0 * bursts_per_row * 2.0 / faw); };
-  if (p == "random_64B") return refresh * rows_bound(2);
-  if (p == "random_64B_paced") return std::min(refresh * rows_bound(2), 4.0 / kPacedGap);  // the offered load
-  if (p == "random_32B" || p == "strided") return refresh * rows_bound(1);
-  return refresh;  // streams: a row of 32 bursts per activate, far from the tFAW limit
+  double b = refresh;  // streams: a row of 32 bursts per activate, far from the tFAW limit
+  if (p == "random_64B") b = refresh * rows_bound(2);
+  if (p == "random_64B_paced") b = std::min(refresh * rows_bound(2), 4.0 / kPacedGap / nc);  // the offered load
+  if (p == "random_32B" || p == "strided") b = refresh * rows_bound(1);
+  return kSystem ? std::min(b, 2.0 / nc) : b;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{fmt::format("tensorpod HBM controller benchmark ({} preset)", TP_PRESET)};
-  std::string out = "build/reports/hbm.json", trace;
+  CLI::App app{fmt::format("tensorpod HBM {} benchmark ({} preset)", kSystem ? "subsystem" : "controller", TP_PRESET)};
+  std::string out = kSystem ? "build/reports/hbm_system.json" : "build/reports/hbm.json", trace;
   unsigned n = 0;
   app.add_option("--out", out, "JSON report (patterns); with --trace the statistics also go to stdout");
   app.add_option("--requests", n,
@@ -217,10 +275,11 @@ int main(int argc, char** argv) {
   try {
     const tp::Preset preset = tp::load_preset(TP_PRESET);
     const auto& c = preset.hbm;
-    const uint32_t bursts = c.rows * c.columns * c.bank_groups * c.banks_per_group;
+    const unsigned nc = kSystem ? c.channels * c.pseudo_channels : 1;
+    const uint32_t bursts = nc * c.rows * c.columns * c.bank_groups * c.banks_per_group;
     json report = {{"benchmark", "hbm"},
                    {"config", json::parse(tp::preset_json(preset))["hbm"]},
-                   {"simulated", "one pseudo-channel"},
+                   {"simulated", kSystem ? "every pseudo-channel (tp_hbm)" : "one pseudo-channel"},
                    {"results", json::array()}};
     if (!trace.empty()) {
       TraceReader reader(trace, bursts);  // checks every line before the run
@@ -235,7 +294,7 @@ int main(int argc, char** argv) {
       // small part of the time (they are reported as refreshes_postponed_at_end).
       const bool stream = p == "seq_read" || p == "seq_write" || p == "random_4KiB";
       json r = measure(preset, p, pattern_requests(p, bursts, n ? n : (stream ? 200000u : 20000u)));
-      r["bound_fraction"] = bound_fraction(c, p);
+      r["bound_fraction"] = bound_fraction(c, p, nc);
       r["fraction_of_bound"] = r["bandwidth_fraction"].get<double>() / r["bound_fraction"].get<double>();
       fmt::print(
           "hbm bench {:12}: bandwidth {:.3f} of peak ({:.3f} of its bound {:.3f}), row hits {:.2f}, read latency avg "
