@@ -188,9 +188,9 @@ std::vector<tp::tb::HbmRequest> pattern_requests(const std::string& p, uint32_t 
 
 // A trace: lines "0xADDRESS READ|WRITE CYCLE [BYTES]" (DRAMSim3's format plus an optional size,
 // default 32); '#' starts a comment line. A request of BYTES takes ceil(BYTES / 32) consecutive
-// bursts, each its own controller request with the request's ID (request_id: separate
-// spaces for reads and writes, round robin). The file is checked whole first (a bad line is
-// reported before any simulation), then streamed: it is never held in memory.
+// bursts with the request's ID (request_id: separate spaces for reads and writes, round robin),
+// handed to the harness as split_request cuts them (per burst, or subsystem chunks). The file is checked whole first (a
+// bad line is reported before any simulation), then streamed: it is never held in memory.
 class TraceReader {
  public:
   TraceReader(std::string file, uint32_t bursts) : file_(std::move(file)), bursts_(bursts) {
