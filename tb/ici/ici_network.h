@@ -3,9 +3,10 @@
 //
 // Every packet carries its id and a data pattern derived from it; at delivery the scoreboard
 // checks: delivered once, at its destination, intact (every flit, the length), in order per
-// (source, destination, lane), and with the hop count of the golden route. A packet aimed
-// outside its source's slice must be refused at injection and never delivered. A watchdog
-// throws when packets are outstanding and nothing is delivered or refused for too long.
+// (source, destination, lane), with the hop count of the golden route and on the lane of its
+// last hop (route_vcs). A packet aimed outside its source's slice must be refused at injection
+// and never delivered. A watchdog throws when packets are outstanding and nothing is delivered or
+// refused for too long.
 #pragma once
 
 #include <fmt/format.h>
@@ -414,6 +415,13 @@ class IciNetwork {
       if (hops != want)
         error(fmt::format("packet {} ({},{})->({},{}) took {} hops, golden route {}", p.id, p.src.x, p.src.y, p.dst.x,
                           p.dst.y, hops, want));
+      // The ejection VC is the lane of the golden route's last hop (the injection lane without a
+      // hop).
+      const auto vcs = golden::route_vcs(opt_.torus, slice(p.src), p.src, p.dst, cfg_.vcs, p.lane);
+      const unsigned want_vc = vcs.empty() ? p.lane : vcs.back() % (cfg_.vcs / 2);
+      if (vc != want_vc)
+        error(fmt::format("packet {} ({},{})->({},{}) lane {} ejected on VC {}, the golden route's last lane {}", p.id,
+                          p.src.x, p.src.y, p.dst.x, p.dst.y, p.lane, vc, want_vc));
     } else if (!rx.busy) {
       error(fmt::format("node ({},{}) VC {}: body flit without a head", nd.at.x, nd.at.y, vc));
       return true;
