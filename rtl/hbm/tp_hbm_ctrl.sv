@@ -563,33 +563,38 @@ module tp_hbm_ctrl
   );
   assign {cq_write, cq_id, cq_arrived} = cq_out;
 
+  // Read data queue as they come from the DRAM, and are decoded at the queue's output: the decode
+  // then depends on flops only, not on the inputs (in a Verilated model, logic fed by the inputs
+  // is evaluated again on every eval(), about a quarter of a chip-on-HBM model's time).
+  logic         rdf_valid, rdf_pop;
+  logic [287:0] rdf_raw;
+  tp_fifo #(.Width(288), .Depth(RspDepth), .CheckInput(1'b0)) u_rdf (
+    .clk_i,
+    .rst_ni,
+    .valid_i (rd_valid_i),
+    .ready_o (rdf_ready),
+    .data_i  (rd_data_i),
+    .valid_o (rdf_valid),
+    .ready_i (rdf_pop),
+    .data_o  (rdf_raw)
+  );
+
   logic [255:0] rdata;
   logic         corr, fatal;
+  logic [256:0] rdf_out;
   always_comb begin
     corr  = 1'b0;
     fatal = 1'b0;
     rdata = '0;
     for (int w = 0; w < 4; w++) begin
       secded_dec_t d;
-      d = secded64_decode(rd_data_i[w * 72 +: 72]);
+      d = secded64_decode(rdf_raw[w * 72 +: 72]);
       rdata[w * 64 +: 64] = d.data;
       corr  = corr | d.corrected;
       fatal = fatal | d.fatal;
     end
+    rdf_out = {rdata, fatal};
   end
-
-  logic         rdf_valid, rdf_pop;
-  logic [256:0] rdf_out;
-  tp_fifo #(.Width(257), .Depth(RspDepth), .CheckInput(1'b0)) u_rdf (
-    .clk_i,
-    .rst_ni,
-    .valid_i (rd_valid_i),
-    .ready_o (rdf_ready),
-    .data_i  ({rdata, fatal}),
-    .valid_o (rdf_valid),
-    .ready_i (rdf_pop),
-    .data_o  (rdf_out)
-  );
 
   logic               rsp_push, rsp_fifo_ready;
   logic [IdW+258-1:0] rsp_in, rsp_out;
@@ -635,8 +640,8 @@ module tp_hbm_ctrl
       end
       refs_q  <= refs_q + 32'(issue && cmd == C_REF);
       busy_q  <= busy_q + ((issue && (cmd == C_RD || cmd == C_WR)) ? 32'(BurstCycles) : 32'h0);
-      corr_q  <= corr_q + 32'(rd_valid_i && corr);
-      fatal_q <= fatal_q + 32'(rd_valid_i && fatal);
+      corr_q  <= corr_q + 32'(rdf_pop && corr);
+      fatal_q <= fatal_q + 32'(rdf_pop && fatal);
       if (rdf_pop) begin
         lat_sum_q <= lat_sum_q + lat;
         if (lat > lat_max_q) lat_max_q <= lat;
