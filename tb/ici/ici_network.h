@@ -410,14 +410,14 @@ class IciNetwork {
         error(fmt::format("packet {} for ({},{}) delivered at ({},{})", p.id, p.dst.x, p.dst.y, nd.at.x, nd.at.y));
       if (!(src == p.src))
         error(fmt::format("packet {}: source field ({},{}) != ({},{})", p.id, src.x, src.y, p.src.x, p.src.y));
+      // The golden route's VCs, one per hop: its hop count, and the ejection VC, which is the
+      // lane of the last hop (the injection lane without a hop).
+      const auto vcs = golden::route_vcs(opt_.torus, slice(p.src), p.src, p.dst, cfg_.vcs, p.lane);
       const auto hops = static_cast<unsigned>(get_bits(w, layout_.hops(), 7));
-      const unsigned want = golden::hops(opt_.torus, slice(p.src), p.src, p.dst);
+      const auto want = static_cast<unsigned>(vcs.size());
       if (hops != want)
         error(fmt::format("packet {} ({},{})->({},{}) took {} hops, golden route {}", p.id, p.src.x, p.src.y, p.dst.x,
                           p.dst.y, hops, want));
-      // The ejection VC is the lane of the golden route's last hop (the injection lane without a
-      // hop).
-      const auto vcs = golden::route_vcs(opt_.torus, slice(p.src), p.src, p.dst, cfg_.vcs, p.lane);
       const unsigned want_vc = vcs.empty() ? p.lane : vcs.back() % (cfg_.vcs / 2);
       if (vc != want_vc)
         error(fmt::format("packet {} ({},{})->({},{}) lane {} ejected on VC {}, the golden route's last lane {}", p.id,
