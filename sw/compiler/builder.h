@@ -91,6 +91,7 @@ inline Layout layout(const Preset& p, const Tiling& t) {
 // or above mxu_cycles: the scalar unit would slow the MXU (short K, many column tiles, few rows).
 struct LoopCost {
   uint64_t front_cycles = 0, mxu_cycles = 0;
+  uint64_t written_out = 0;  // layers written out, no longer than their nests
 };
 
 // The front end's dual issue (pairing.cpp): reorders each basic block of lines [begin, end) so
@@ -100,8 +101,12 @@ struct LoopCost {
 void schedule_pairs(Lines&, size_t begin, size_t end);
 uint64_t issue_cycles(const Lines&, size_t begin, size_t end);
 
-// The loop-nest program of the layers (loops.cpp); plans[i] is layers[i]'s checked tiling.
-Lines build_looped(const Preset&, const std::vector<MatmulLayer>&, const std::vector<Tiling>&, LoopCost* = nullptr);
+// The loop-nest program of the layers (loops.cpp); plans[i] is layers[i]'s checked tiling. With
+// write_out, a layer whose unrolled code is no longer than its nest is written out instead.
+Lines build_looped(const Preset&, const std::vector<MatmulLayer>&, const std::vector<Tiling>&, bool write_out,
+                   LoopCost* = nullptr);
+// One layer of the unrolled form (compiler.cpp).
+Lines unrolled_layer(const Preset&, size_t index, const MatmulLayer&, const Tiling&, bool last);
 
 // Emits the header comment and the program's initial tokens (shared by both forms).
 void program_start(Lines&, const Preset&, const std::vector<MatmulLayer>&, const std::vector<Tiling>&);

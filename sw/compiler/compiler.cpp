@@ -180,6 +180,12 @@ class Builder {
     return std::move(lines_);
   }
 
+  // One layer alone (the loops form writes a short layer out: build_looped).
+  Lines build_layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
+    layer(index, l, t, last);
+    return std::move(lines_);
+  }
+
  private:
   // A load to emit once the compute stream has reached its dependency.
   struct LoadItem {
@@ -335,6 +341,18 @@ class Builder {
   Lines lines_;
 };
 
+}  // namespace
+
+namespace detail {
+
+Lines unrolled_layer(const Preset& p, size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
+  return Builder(p).build_layer(index, l, t, last);
+}
+
+}  // namespace detail
+
+namespace {
+
 // Resolves the branch targets; returns the number of instructions.
 uint64_t finish(Lines& lines) {
   std::map<std::string, uint64_t, std::less<>> at;
@@ -371,7 +389,8 @@ Built build(const Preset& p, const std::vector<MatmulLayer>& layers, const Optio
   Lines looped, unrolled;
   if (opts.form != Form::unrolled) {
     LoopCost cost;
-    looped = build_looped(p, layers, plans, &cost);
+    looped = build_looped(p, layers, plans, opts.form != Form::nests, &cost);
+    out.info.layers_written_out = cost.written_out;
     out.info.looped_instructions = finish(looped);
     out.info.front_per_mxu =
         cost.mxu_cycles ? static_cast<double>(cost.front_cycles) / static_cast<double>(cost.mxu_cycles) : 0.0;
@@ -396,8 +415,9 @@ Built build(const Preset& p, const std::vector<MatmulLayer>& layers, const Optio
   }
   if (out.info.unrolled_instructions > cap) out.info.unrolled_instructions = 0;  // "does not fit"
   out.info.form = form;
-  out.lines = std::move(form == Form::loops ? looped : unrolled);
-  out.info.instructions = form == Form::loops
+  const bool loops = form != Form::unrolled;
+  out.lines = std::move(loops ? looped : unrolled);
+  out.info.instructions = loops
                               ? out.info.looped_instructions
                               : static_cast<uint64_t>(std::count_if(out.lines.begin(), out.lines.end(),
                                                                     [](const Line& l) { return l.instr.has_value(); }));
@@ -417,6 +437,8 @@ std::string_view form_name(Form f) {
       return "loops";
     case Form::unrolled:
       return "unrolled";
+    case Form::nests:
+      return "nests";
   }
   return "?";
 }

@@ -43,17 +43,19 @@ struct MatmulLayer {
 
 // How to write the program (docs/compiler.md).
 //  loops:     each layer a loop nest over its M blocks, column tiles and K-tiles, with addresses
-//             in scalar registers: the program's size does not grow with the shapes;
+//             in scalar registers: the program's size does not grow with the shapes; but a layer
+//             that written out takes no more instructions than its nest is written out (its
+//             loops would run a few trips, which buys nothing and costs the front end's cycles);
+//  nests:     loops, with every layer its loop nest however short (to measure and test the nests);
 //  unrolled:  every tile written out, as before the ISA had loops (it fits the instruction
 //             memory only for small layers);
-//  automatic: loops, unless the unrolled program fits the instruction memory and either is not
-//             longer or the loops' front end would slow the MXU (LoopCost: few rows and K-tiles,
-//             many column tiles).
-enum class Form { automatic, loops, unrolled };
+//  automatic: loops, unless the unrolled program fits the instruction memory and is not longer
+//             (the loops keep the MXU as fed: the front end's dual issue).
+enum class Form { automatic, loops, unrolled, nests };
 struct Options {
   Form form = Form::automatic;
 };
-std::string_view form_name(Form);  // "automatic", "loops", "unrolled"
+std::string_view form_name(Form);  // "automatic", "loops", "unrolled", "nests"
 
 // What compile() writes for these layers: the form it picks and both forms' sizes (unrolled 0: it
 // does not fit the instruction memory), and the loop nest's front-end cycles over the MXU's
@@ -61,6 +63,7 @@ std::string_view form_name(Form);  // "automatic", "loops", "unrolled"
 struct CompileInfo {
   Form form = Form::loops;
   uint64_t instructions = 0, looped_instructions = 0, unrolled_instructions = 0;
+  uint64_t layers_written_out = 0;  // layers the loops form writes out (none in nests)
   double front_per_mxu = 0;
 };
 CompileInfo compile_info(const Preset&, const std::vector<MatmulLayer>&, const Options& = {});

@@ -12,7 +12,9 @@
 // Two nests. A layer of one M block and at most kShortK K-tiles (where the front end is busiest:
 // few rows, few K-tiles, many column tiles) is short_layer's groups' loop in four copies, one per
 // g mod 4: every VMEM address static, every HBM address one register plus a constant (see there).
-// The others get the general nest below.
+// The others get the general nest below. A layer whose unrolled code is no longer than its nest
+// (a few column tiles and K-tiles: its loops would run a few trips) is written out instead, the
+// unrolled form's code for that layer (layer()); Form::nests keeps every nest.
 //
 // Streams. The compute stream walks the layer's tiles j = (mb, nb, kb) in order: M block mb,
 // column tile (a "pass", one accumulator group g = mb * Nb + nb) nb, K-tile kb. Each tile is
@@ -50,6 +52,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -109,7 +112,7 @@ static_assert(kNumLoopRegs == isa::kNumRegs);
 
 class LoopBuilder {
  public:
-  explicit LoopBuilder(const Preset& p) : p_(p) {}
+  LoopBuilder(const Preset& p, bool write_out) : p_(p), write_out_(write_out) {}
 
   const LoopCost& cost() const { return cost_; }
 
@@ -190,7 +193,32 @@ class LoopBuilder {
   void slot_advance() { mv(rWs, rWl); }
 
   // ---- one layer ------------------------------------------------------------------------------
+  // Its nest; or with write_out_, the unrolled form's code where that is no longer: a nest of a
+  // few trips (a short layer of a few column tiles and K-tiles) costs more instructions than it
+  // replaces, and its bookkeeping front-end cycles that unrolled code does not spend.
   void layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
+    const size_t first = line();
+    const LoopCost before = cost_;
+    nest(index, l, t, last);
+    if (!write_out_) return;
+    Lines out = unrolled_layer(p_, index, l, t, last);
+    const auto count = [](auto b, auto e) {
+      return std::count_if(b, e, [](const Line& x) { return x.instr.has_value(); });
+    };
+    const auto unrolled = count(out.begin(), out.end()), looped = count(lines_.begin() + first, lines_.end());
+    if (unrolled > looped) return;
+    lines_.resize(first);
+    comment("");
+    comment(
+        fmt::format("{}: written out, {} instructions (its loop nest: {})", layer_name(index, l), unrolled, looped));
+    lines_.insert(lines_.end(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+    cost_ = before;
+    cost_.front_cycles += static_cast<uint64_t>(unrolled);
+    cost_.mxu_cycles += uint64_t{t.mb} * t.nb * t.kb * std::max<uint64_t>(p_.mxu.n, t.tm);
+    ++cost_.written_out;
+  }
+
+  void nest(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
     layer_ = index;
     l_ = &l;
     const size_t layer_first = line();
@@ -881,6 +909,7 @@ class LoopBuilder {
   }
 
   const Preset& p_;
+  const bool write_out_;
   Lines lines_;
   LoopCost cost_;
   uint64_t delta0_ = 0;         // short_layer: the smaller group distance of its loads
@@ -905,8 +934,8 @@ class LoopBuilder {
 }  // namespace
 
 Lines build_looped(const Preset& p, const std::vector<MatmulLayer>& layers, const std::vector<Tiling>& plans,
-                   LoopCost* cost) {
-  LoopBuilder b(p);
+                   bool write_out, LoopCost* cost) {
+  LoopBuilder b(p, write_out);
   Lines lines = b.build(layers, plans);
   if (cost) *cost = b.cost();
   return lines;

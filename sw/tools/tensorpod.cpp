@@ -304,9 +304,10 @@ std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const
 
 // --form: how the compiler writes the program.
 tp::compiler::Form parse_form(const std::string& text) {
-  for (const auto f : {tp::compiler::Form::automatic, tp::compiler::Form::loops, tp::compiler::Form::unrolled})
+  for (const auto f : {tp::compiler::Form::automatic, tp::compiler::Form::loops, tp::compiler::Form::unrolled,
+                       tp::compiler::Form::nests})
     if (text == tp::compiler::form_name(f)) return f;
-  throw UsageError(fmt::format("--form: '{}' is not automatic, loops or unrolled", text));
+  throw UsageError(fmt::format("--form: '{}' is not automatic, loops, unrolled or nests", text));
 }
 
 int cmd_compile(const RunOptions& o, const std::string& out) {
@@ -1121,7 +1122,9 @@ int main(int argc, char** argv) {
   comp_cmd->add_option("--mlp", comp.mlp, "a two-layer MLP MxKxHxN");
   comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)")->check(kNonEmpty);
   comp_cmd
-      ->add_option("--form", comp.form, "loops, unrolled, or automatic (loops unless unrolled is shorter or faster)")
+      ->add_option(
+          "--form", comp.form,
+          "loops, unrolled, nests (loops, no layer written out) or automatic (loops unless unrolled is no longer)")
       ->capture_default_str();
   comp_cmd->add_option("-o,--output", comp_out, "program file to write (.tpb); without it, print the assembly");
 
@@ -1140,7 +1143,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)")
       ->check(kNonEmpty);
-  run_cmd->add_option("--form", run.form, "--matmul/--mlp/--demo: loops, unrolled, or automatic")
+  run_cmd->add_option("--form", run.form, "--matmul/--mlp/--demo: loops, unrolled, nests or automatic")
       ->capture_default_str();
   run_cmd->add_option("--seed", run.seed, "seed of the random operands")->capture_default_str()->check(kUnsigned);
   run_cmd

@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-shapes", sweep_shapes, "shapes per preset in the sweep where both forms fit (0: none)")
       ->capture_default_str();
   app.add_option("--sweep-seed", sweep_seed, "the sweep's seed")->capture_default_str();
+  std::string sweep_form = "loops";
+  app.add_option("--sweep-form", sweep_form, "the sweep's looped form: loops, or nests (no layer written out)")
+      ->check(CLI::IsMember({"loops", "nests"}))
+      ->capture_default_str();
   std::string trace_file;
   app.add_option("--trace", trace_file, "write a Chrome trace (ui.perfetto.dev) of every run, one process each");
   CLI11_PARSE(app, argc, argv);
@@ -186,7 +190,8 @@ int main(int argc, char** argv) {
       std::mt19937_64 rng(sweep_seed);
       const tp::Preset sp = tp::load_preset(name);
       const uint32_t n = sp.mxu.n;
-      unsigned shapes = 0, over = 0;
+      unsigned shapes = 0, over = 0, written_out = 0;
+      const tp::compiler::Form looped = sweep_form == "nests" ? tp::compiler::Form::nests : tp::compiler::Form::loops;
       double worst = 0, loops_total = 0, unrolled_total = 0;
       std::string worst_shape;
       for (unsigned i = 0; shapes < sweep_shapes && i < 20 * sweep_shapes; ++i) {
@@ -199,14 +204,21 @@ int main(int argc, char** argv) {
         // the refresh interval (the host's loading takes cycles).
         tp::compiler::CompileInfo sizes;
         try {
-          sizes = tp::compiler::compile_info(sp, {tp::compiler::packed_layer(sp, spec.m, spec.k, spec.n, spec.bias)});
+          const std::vector<tp::compiler::MatmulLayer> layers = {
+              tp::compiler::packed_layer(sp, spec.m, spec.k, spec.n, spec.bias)};
+          sizes = tp::compiler::compile_info(sp, layers);  // automatic: both forms' sizes
+          if (looped == tp::compiler::Form::nests) {
+            sizes.looped_instructions = tp::compiler::compile_info(sp, layers, {.form = looped}).instructions;
+            sizes.layers_written_out = 0;
+          }
         } catch (const tp::compiler::CompileError&) {
           continue;  // the layer does not fit the chip at all
         }
         spec.load_words = static_cast<uint32_t>(std::max(sizes.looped_instructions, sizes.unrolled_instructions));
         if (sizes.unrolled_instructions == 0) continue;  // the unrolled program does not fit
+        written_out += sizes.layers_written_out > 0 ? 1 : 0;
         for (const int f : {0, 1}) {
-          spec.form = f == 0 ? tp::compiler::Form::loops : tp::compiler::Form::unrolled;
+          spec.form = f == 0 ? looped : tp::compiler::Form::unrolled;
           auto chip = tp::driver::Chip::open(name, tp::driver::Backend::rtl);  // each from reset
           runs[f] = tp::driver::run_matmul(*chip, spec, sweep_seed + i);
         }
@@ -226,14 +238,18 @@ int main(int argc, char** argv) {
       report["loop_sweep"].push_back({{"preset", name},
                                       {"memory", sp.chip.memory},
                                       {"seed", sweep_seed},
+                                      {"form", sweep_form},
                                       {"shapes", shapes},
+                                      {"written_out", written_out},
                                       {"worst_ratio", worst},
                                       {"worst_shape", worst_shape},
                                       {"over_1_percent", over},
                                       {"total_ratio", unrolled_total > 0 ? loops_total / unrolled_total : 0.0}});
       fmt::print(
-          "chip {:<6} loops against unrolled over {} shapes (seed {}): total {:.4f}, worst {:.4f} ({}), {} over 1%\n",
-          name, shapes, sweep_seed, unrolled_total > 0 ? loops_total / unrolled_total : 0.0, worst, worst_shape, over);
+          "chip {:<6} {} against unrolled over {} shapes (seed {}, {} written out): total {:.4f}, worst {:.4f} ({}), "
+          "{} over 1%\n",
+          name, sweep_form, shapes, sweep_seed, written_out, unrolled_total > 0 ? loops_total / unrolled_total : 0.0,
+          worst, worst_shape, over);
     }
     std::filesystem::create_directories(std::filesystem::path(out).parent_path());
     std::ofstream(out) << report.dump(2) << "\n";

@@ -103,7 +103,9 @@ TEST_P(GoldenMatmul, Mlp) {
 INSTANTIATE_TEST_SUITE_P(Presets, GoldenMatmul,
                          ::testing::Values(FormCase{"tiny", Form::loops}, FormCase{"odd", Form::loops},
                                            FormCase{"small", Form::loops}, FormCase{"tiny", Form::unrolled},
-                                           FormCase{"odd", Form::unrolled}, FormCase{"small", Form::unrolled}),
+                                           FormCase{"odd", Form::unrolled}, FormCase{"small", Form::unrolled},
+                                           FormCase{"tiny", Form::nests}, FormCase{"odd", Form::nests},
+                                           FormCase{"small", Form::nests}),
                          [](const ::testing::TestParamInfo<FormCase>& param) {
                            return param.param.preset + "_" + std::string(tp::compiler::form_name(param.param.form));
                          });
@@ -169,7 +171,10 @@ TEST(Compiler, AutomaticForm) {
   const tp::Preset p = tp::load_preset("tiny");
   const auto small = tp::compiler::compile_info(p, {layer_at(p, 8, 8, 8)});
   EXPECT_EQ(small.form, Form::unrolled);
-  EXPECT_LT(small.unrolled_instructions, small.looped_instructions);
+  EXPECT_EQ(small.layers_written_out, 1u) << "the loops form writes it out too";
+  EXPECT_EQ(small.unrolled_instructions, small.looped_instructions);
+  EXPECT_LT(small.unrolled_instructions,
+            tp::compiler::compile_info(p, {layer_at(p, 8, 8, 8)}, {.form = Form::nests}).instructions);
   const auto frontbound = tp::compiler::compile_info(p, {layer_at(p, 3, 8, 400)});
   EXPECT_EQ(frontbound.form, Form::loops);
   EXPECT_GT(frontbound.unrolled_instructions, frontbound.looped_instructions);
@@ -181,7 +186,45 @@ TEST(Compiler, AutomaticForm) {
   EXPECT_EQ(mid.instructions, mid.looped_instructions);
 }
 
-// Wherever the unrolled form fits too, the loops cost at most 1% more cycles on the golden
+// The loops form writes out a layer whose unrolled code is no longer than its nest (a few
+// column tiles and K-tiles: the nest would run a few trips): the same code as unrolled, counted
+// in layers_written_out; nests keeps the nest. A long layer stays a nest, and a chain mixes
+// the two, bit-exact.
+TEST(Compiler, LoopsFormWritesOutShortLayers) {
+  const tp::Preset p = tp::load_preset("odd");
+  const std::vector<MatmulLayer> short_layer = {layer_at(p, 56, 30, 28, true)};
+  const auto loops = tp::compiler::compile(p, short_layer, {.form = Form::loops});
+  const auto unrolled = tp::compiler::compile(p, short_layer, {.form = Form::unrolled});
+  EXPECT_EQ(loops.code, unrolled.code);
+  const auto info = tp::compiler::compile_info(p, short_layer, {.form = Form::loops});
+  EXPECT_EQ(info.layers_written_out, 1u);
+  EXPECT_EQ(info.form, Form::loops);
+  const auto nest = tp::compiler::compile_info(p, short_layer, {.form = Form::nests});
+  EXPECT_EQ(nest.layers_written_out, 0u);
+  EXPECT_EQ(nest.form, Form::nests);
+  EXPECT_GT(nest.instructions, info.instructions);
+  EXPECT_NE(tp::compiler::compile_asm(p, short_layer, {.form = Form::loops}).find("written out"), std::string::npos);
+  const tp::Preset sp = tp::load_preset("small");
+  const auto big = tp::compiler::compile_info(sp, {layer_at(sp, 1024, 1024, 1024)}, {.form = Form::loops});
+  EXPECT_EQ(big.layers_written_out, 0u);
+  // An MLP whose first layer has many column tiles (a nest) and whose second one (a single
+  // column tile) is written out.
+  auto chip = golden("odd");
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  const tp::driver::MlpSpec mlp{20, 12, 240, 5, Form::loops};
+  const auto mixed = tp::compiler::compile_info(
+      p, {layer_at(p, mlp.m, mlp.k, mlp.h, true), layer_at(p, mlp.m, mlp.h, mlp.n, true)}, {.form = Form::loops});
+  EXPECT_EQ(mixed.layers_written_out, 1u);
+  const auto run = tp::driver::run_mlp(*chip, mlp, seed);
+  expect_pass(run, "odd");
+  auto nests = mlp;
+  nests.form = Form::nests;
+  const auto again = tp::driver::run_mlp(*chip, nests, seed);
+  expect_pass(again, "odd");
+  EXPECT_EQ(run.output, again.output);
+}
+
+// Wherever the unrolled form fits too, the nests cost at most 1% more cycles on the golden
 // timing estimate (which models the front end's dual issue exactly, not the memory port), or
 // 32 cycles on a layer of a few hundred: on one-column-tile layers of several blocks with one to
 // three K-tiles the estimate puts the next blocks' A loads a little differently (the RTL runs
@@ -208,7 +251,7 @@ TEST(Compiler, LoopsKeepTheMxuFedOnTheGoldenEstimate) {
       ++compared;
       ++here;
       auto loops = s, unrolled = s;
-      loops.form = Form::loops;
+      loops.form = Form::nests;  // the nests themselves (the loops form writes the shortest out)
       unrolled.form = Form::unrolled;
       const uint64_t run_seed = rng();
       const auto a = tp::driver::run_matmul(*chip, loops, run_seed);
@@ -236,7 +279,7 @@ TEST(Compiler, NoDeadlockAtAnyQueueDepth) {
     auto chip = tp::driver::make_golden_chip(p);
     const uint32_t n = p.mxu.n;
     const uint64_t seed = base + 2 * depth;
-    for (const Form form : {Form::loops, Form::unrolled}) {
+    for (const Form form : {Form::loops, Form::unrolled, Form::nests}) {
       expect_pass(tp::driver::run_matmul(*chip, {130, 3 * n + 1, 2 * n + 1, true, true, form}, seed), "odd");
       expect_pass(tp::driver::run_mlp(*chip, {101, n + 1, 2 * n, 3, form}, seed + 1), "odd");
     }
@@ -255,7 +298,7 @@ TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
     l2.w.beat = l2.c.beat = layers[0].c.beat + tp::compiler::padded_beats(p, 70, layers[0].n);
     l2.c.beat = l2.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, l2.k), l2.n);
     layers.push_back(l2);
-    for (const Form form : {Form::loops, Form::unrolled}) {
+    for (const Form form : {Form::loops, Form::unrolled, Form::nests}) {
       const auto prog = tp::compiler::compile(p, layers, {.form = form});
       const std::string text = tp::compiler::compile_asm(p, layers, {.form = form});
       const auto again = tp::isa::assemble(text, "compile_asm", p);
@@ -263,7 +306,7 @@ TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
       EXPECT_EQ(again.fingerprint, prog.fingerprint);
       EXPECT_EQ(again.code, prog.code) << text;
       EXPECT_NO_THROW(tp::isa::check_preset(prog, p));
-      if (form == Form::loops) {
+      if (form == Form::nests) {
         EXPECT_NE(text.find("loop r1, "), std::string::npos) << "labels as branch targets";
       }
     }
