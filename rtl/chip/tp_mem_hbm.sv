@@ -25,6 +25,7 @@ module tp_mem_hbm #(
   parameter int unsigned CL = 14, CWL = 4, TRCD = 14, TRP = 14, TRAS = 34, TRC = 48,
   parameter int unsigned TCCDS = 1, TCCDL = 2, TRRDS = 4, TRRDL = 6, TFAW = 30,
   parameter int unsigned TWTRS = 4, TWTRL = 9, TRTP = 4, TWR = 16, TRFC = 260, TREFI = 3900,
+  parameter int unsigned PerBankRefresh = 0, TRFCSB = 160, TRREFD = 8,
   localparam int unsigned Bpb = W / 256,
   localparam int unsigned NB  = BankGroups * BanksPerGroup,
   localparam int unsigned BW  = $clog2(NB),
@@ -231,7 +232,8 @@ module tp_mem_hbm #(
       .ColW(ColW), .BankLow(BankLow), .ClosedPage(ClosedPage), .HiWm(HiWm), .LoWm(LoWm), .StarveLimit(StarveLimit), .CL(CL),
       .CWL(CWL), .TRCD(TRCD), .TRP(TRP), .TRAS(TRAS), .TRC(TRC), .TCCDS(TCCDS), .TCCDL(TCCDL),
       .TRRDS(TRRDS), .TRRDL(TRRDL), .TFAW(TFAW), .TWTRS(TWTRS), .TWTRL(TWTRL), .TRTP(TRTP),
-      .TWR(TWR), .TRFC(TRFC), .TREFI(TREFI)
+      .TWR(TWR), .TRFC(TRFC), .TREFI(TREFI),
+      .PerBankRefresh(PerBankRefresh), .TRFCSB(TRFCSB), .TRREFD(TRREFD)
     ) u_ctrl (
       .clk_i,
       .rst_ni               (hbm_rst_ni),

@@ -8,7 +8,12 @@
 // cycles blocks the hits that would pass it. Writes collect until HiWm and drain down to LoWm;
 // reads go first otherwise; a switch waits for the rows opened for the current mode's requests.
 // Refresh is all-bank, every tREFI, postponed while work is pending but never more than MaxPostpone
-// times. Every timing rule is tracked as the earliest cycle a command may issue. Write data is
+// times; or with PerBankRefresh single-bank (REFSB), one bank every tREFI / banks, the others
+// going on. The banks go in rounds, each once per round: of the banks left in the round that no
+// queued request wants, the one activated last is closed and refreshed (when MaxPostpone are due
+// and every bank left is wanted, the lowest, whatever is queued for it); once it is closed, its
+// requests wait for its refresh, so that they cannot reopen it first; it then rests tRFCSB, and
+// no activate follows within tRREFD. Every timing rule is tracked as the earliest cycle a command may issue. Write data is
 // SECDED-encoded per 64 bits; reads are decoded, single-bit errors corrected and counted, double-
 // bit errors reported with the response. With WQD > 0 writes have a buffer of their own (WQD
 // entries after the QD read entries), so a batch of writes waiting to drain does not take the
@@ -29,10 +34,12 @@ module tp_hbm_ctrl
   parameter int unsigned HiWm = 6, LoWm = 2,
   parameter int unsigned StarveLimit = 512,  // cycles; long enough not to break write batches
   parameter int unsigned MaxPostpone = 8,
+  parameter int unsigned PerBankRefresh = 0,  // 1: single-bank refresh (REFSB) instead of all-bank
   // Timing (controller cycles).
   parameter int unsigned CL = 14, CWL = 4, TRCD = 14, TRP = 14, TRAS = 34, TRC = 48,
   parameter int unsigned TCCDS = 1, TCCDL = 2, TRRDS = 4, TRRDL = 6, TFAW = 30,
   parameter int unsigned TWTRS = 4, TWTRL = 9, TRTP = 4, TWR = 16, TRFC = 260, TREFI = 3900,
+  parameter int unsigned TRFCSB = 160, TRREFD = 8,  // single-bank refresh: the bank's rest, REFSB to ACT
   parameter int unsigned BurstCycles = 2,
   localparam int unsigned NB = BankGroups * BanksPerGroup,
   localparam int unsigned BW = $clog2(NB),
@@ -58,7 +65,7 @@ module tp_hbm_ctrl
   output logic            err_mask_o,   // sticky: a write mask enabled part of a 64-bit word
   // DRAM commands (to the device model) and read data back from it, CL cycles after RD.
   output logic            cmd_valid_o,
-  output logic [2:0]      cmd_o,        // 0 ACT, 1 PRE, 2 RD, 3 WR, 4 REF
+  output logic [2:0]      cmd_o,        // 0 ACT, 1 PRE, 2 RD, 3 WR, 4 REF, 5 REFSB
   output logic [BW-1:0]   cmd_bank_o,
   output logic [RowW-1:0] cmd_row_o,
   output logic [ColW-1:0] cmd_col_o,
@@ -74,7 +81,9 @@ module tp_hbm_ctrl
 );
   // Command codes on cmd_o (sw/isa/hw.json "hbm_commands", generated into tp_hw_pkg).
   localparam logic [2:0] C_ACT = tp_hw_pkg::HbmCmdAct, C_PRE = tp_hw_pkg::HbmCmdPre, C_RD = tp_hw_pkg::HbmCmdRd,
-                         C_WR = tp_hw_pkg::HbmCmdWr, C_REF = tp_hw_pkg::HbmCmdRef;
+                         C_WR = tp_hw_pkg::HbmCmdWr, C_REF = tp_hw_pkg::HbmCmdRef, C_REFSB = tp_hw_pkg::HbmCmdRefsb;
+  // Refreshes fall due every tREFI (all-bank) or every tREFI / banks (one bank each).
+  localparam int unsigned RefEvery = (PerBankRefresh != 0) ? TREFI / (BankGroups * BanksPerGroup) : TREFI;
   localparam int unsigned QT = QD + WQD;   // all entries: reads in 0..QD-1, writes after
   localparam int unsigned DQ = (WQD > 0) ? WQD : QD;  // entries that hold write data
   localparam int unsigned QW = $clog2(QT);
@@ -162,6 +171,48 @@ module tp_hbm_ctrl
   logic [3:0] pend_ref_q, pend_ref_d;  // refreshes due
   logic [TW-1:0] next_ref_q;
   logic refreshing;  // closing banks for a refresh: no new activates or column commands
+  // Single-bank refresh goes in rounds: each bank once per round, in any order.
+  logic [NB-1:0] rdone_q;  // banks refreshed in this round
+  logic          rheld_q;  // the refresh has closed rbank_q: it is refreshed next, whatever comes
+  logic [BW-1:0] rbank_q;
+  logic          sb_hold;  // rbank's requests wait (its activates and column commands)
+  logic sb_due, sb_force;  // a refresh is due; MaxPostpone are (a bank closes whatever is queued)
+  logic [NB-1:0] bank_busy;  // a queued request is for bank b
+  logic [BW-1:0] rbank;      // the bank to refresh: of those left in the round that no request
+  logic rbank_ok;            // wants, the one activated last (a stream has left it; the banks it
+                             // goes to next are the ones it has not used for longest); when forced
+                             // and every bank left is wanted, the lowest (its commands then wait)
+  logic sb_issue;          // this cycle's command is the single-bank refresh's (PRE or REFSB)
+  always_comb begin
+    sb_due = (PerBankRefresh != 0) && (pend_ref_q != '0);
+    sb_force = sb_due && (pend_ref_q >= 4'(MaxPostpone));
+    bank_busy = '0;
+    for (int i = 0; i < QT; i++)
+      if (q_q[i].valid) bank_busy[q_q[i].bank] = 1'b1;
+    rbank = '0;
+    rbank_ok = 1'b0;
+    for (int b = 0; b < NB; b++) begin  // an idle bank, whenever there is one (not once held)
+      if (!rdone_q[b] && !bank_busy[b] && (!rbank_ok || b_act_q[b] > b_act_q[rbank])) begin
+        rbank = BW'(b);
+        rbank_ok = 1'b1;
+      end
+    end
+    // Forced: the lowest bank left, a choice that holds until its refresh (whatever its
+    // precharge does to the banks' timing), so that its requests cannot reopen it meanwhile.
+    if (!rbank_ok && sb_force) begin
+      for (int b = NB - 1; b >= 0; b--) begin
+        if (!rdone_q[b]) begin
+          rbank = BW'(b);
+          rbank_ok = 1'b1;
+        end
+      end
+    end
+    if (rheld_q) begin
+      rbank = rbank_q;
+      rbank_ok = 1'b1;
+    end
+    sb_hold = rheld_q || sb_force;
+  end
 
   logic [QT-1:0] eligible, hit, can_col, older_same_id;
   logic [QT-1:0] mode_ok;  // the request's kind may go in the current read/write mode
@@ -235,7 +286,10 @@ module tp_hbm_ctrl
       eligible[i] = q_q[i].valid && !older_same_id[i] && mode_ok[i];
       hit[i] = eligible[i] && b_open_q[q_q[i].bank] && (b_row_q[q_q[i].bank] == q_q[i].row);
       opened[i] = hit[i] && q_q[i].touched;
-      if (q_q[i].write)
+      // A forced single-bank refresh stops its bank's column commands, so that it can close.
+      if (sb_hold && q_q[i].bank == rbank)
+        can_col[i] = 1'b0;
+      else if (q_q[i].write)
         can_col[i] = hit[i] && (now_q >= b_col_q[q_q[i].bank]) && (now_q >= col_q) &&
                      (now_q >= g_col_q[group_of(q_q[i].bank)]) && (now_q + CWL >= bus_q + (bus_read_q ? 1 : 0));
       else
@@ -300,7 +354,8 @@ module tp_hbm_ctrl
       prep_ok[i] = needs_prep[i] &&
                    (b_open_q[q_q[i].bank] ? (now_q >= b_pre_q[q_q[i].bank])
                                           : (act_ok_ch && now_q >= b_act_q[q_q[i].bank] &&
-                                             now_q >= g_act_q[group_of(q_q[i].bank)]));
+                                             now_q >= g_act_q[group_of(q_q[i].bank)] &&
+                                             !(sb_hold && q_q[i].bank == rbank)));
     end
     pick_col  = 1'b0;
     col_idx   = '0;
@@ -339,7 +394,8 @@ module tp_hbm_ctrl
       // command is not legal yet, the other banks' preparation may use the cycle.
       if (b_open_q[q_q[old_idx].bank] ? (now_q >= b_pre_q[q_q[old_idx].bank])
                                       : (act_ok_ch && now_q >= b_act_q[q_q[old_idx].bank] &&
-                                         now_q >= g_act_q[group_of(q_q[old_idx].bank)])) begin
+                                         now_q >= g_act_q[group_of(q_q[old_idx].bank)] &&
+                                         !(sb_hold && q_q[old_idx].bank == rbank))) begin
         pick_prep = 1'b1;
         prep_idx  = old_idx;
         pick_col  = pick_col && q_q[col_idx].bank != q_q[old_idx].bank;
@@ -375,10 +431,21 @@ module tp_hbm_ctrl
     serve = 1'b0;
     served = '0;
     pend_ref_d = pend_ref_q + 4'(now_q == next_ref_q);
-    refreshing = (pend_ref_q != '0) && ((!pick_any) || (pend_ref_q >= 4'(MaxPostpone)));
+    refreshing = (PerBankRefresh == 0) && (pend_ref_q != '0) && ((!pick_any) || (pend_ref_q >= 4'(MaxPostpone)));
     pre_any = 1'b0;
     pre_bank = '0;
-    if (refreshing) begin
+    sb_issue = 1'b0;
+    if (sb_due && rbank_ok &&
+        (b_open_q[rbank] ? (now_q >= b_pre_q[rbank])
+                         : (now_q >= b_act_q[rbank] && now_q >= act_q && now_q >= g_act_q[group_of(rbank)] &&
+                              now_q >= ref_ok_q))) begin
+      // Single-bank refresh: close the bank, then refresh it (ref_ok_q: tRREFD since the last).
+      issue = 1'b1;
+      sb_issue = 1'b1;
+      cmd = b_open_q[rbank] ? C_PRE : C_REFSB;
+      cbank = rbank;
+      if (!b_open_q[rbank]) pend_ref_d = pend_ref_d - 1'b1;
+    end else if (refreshing) begin
       // Close every bank, then refresh.
       for (int b = NB - 1; b >= 0; b--) begin
         if (b_open_q[b] && now_q >= b_pre_q[b]) begin
@@ -480,12 +547,15 @@ module tp_hbm_ctrl
       for (int k = 0; k < 4; k++) faw_q[k] <= '0;
       wmode_q <= 1'b0;
       pend_ref_q <= '0;
-      next_ref_q <= TW'(TREFI);
+      next_ref_q <= TW'(RefEvery);
+      rdone_q <= '0;
+      rheld_q <= 1'b0;
+      rbank_q <= '0;
     end else begin
       now_q <= now_q + 1'b1;
       wmode_q <= wmode_d;
       pend_ref_q <= pend_ref_d;
-      if (now_q == next_ref_q) next_ref_q <= next_ref_q + TW'(TREFI);
+      if (now_q == next_ref_q) next_ref_q <= next_ref_q + TW'(RefEvery);
       if (accept) begin
         q_q[free_idx] <= '{valid: 1'b1, write: req_write_i, id: req_id_i, bank: in_bank, row: in_row,
                            col: in_col, arrived: now_q, touched: 1'b0, conflict: 1'b0};
@@ -495,10 +565,14 @@ module tp_hbm_ctrl
         end
       end
       if (serve) q_q[served].valid <= 1'b0;
-      if (issue && !refreshing && !serve && (cmd == C_ACT || cmd == C_PRE) && pick_prep &&
+      if (issue && !refreshing && !sb_issue && !serve && (cmd == C_ACT || cmd == C_PRE) && pick_prep &&
           cbank == q_q[prep_idx].bank && !q_q[prep_idx].touched) begin
         q_q[prep_idx].touched  <= 1'b1;
         q_q[prep_idx].conflict <= (cmd == C_PRE);
+      end
+      if (sb_issue && cmd == C_PRE) begin  // the bank is now the refresh's until its REFSB
+        rheld_q <= 1'b1;
+        rbank_q <= cbank;
       end
       if (issue) begin
         case (cmd)
@@ -532,6 +606,14 @@ module tp_hbm_ctrl
             bus_read_q <= 1'b0;
             wr_q <= now_q + TW'(CWL + BurstCycles + TWTRS);
             g_rd_q[group_of(cbank)] <= now_q + TW'(CWL + BurstCycles + TWTRL);
+          end
+          C_REFSB: begin  // the bank rests tRFCSB; no activate anywhere, nor REFSB, within tRREFD
+            b_act_q[cbank] <= max2(b_act_q[cbank], now_q + TW'(TRFCSB));
+            act_q <= max2(act_q, now_q + TW'(TRREFD));
+            ref_ok_q <= now_q + TW'(TRREFD);
+            // The round ends when every bank has had its refresh.
+            rdone_q <= ((rdone_q | (NB'(1) << cbank)) == '1) ? '0 : (rdone_q | (NB'(1) << cbank));
+            rheld_q <= 1'b0;
           end
           default: begin  // REF
             ref_ok_q <= now_q + TW'(TRFC);
@@ -638,7 +720,7 @@ module tp_hbm_ctrl
         misses_q    <= misses_q + 32'(q_q[served].touched && !q_q[served].conflict);
         conflicts_q <= conflicts_q + 32'(q_q[served].conflict);
       end
-      refs_q  <= refs_q + 32'(issue && cmd == C_REF);
+      refs_q  <= refs_q + 32'(issue && (cmd == C_REF || cmd == C_REFSB));
       busy_q  <= busy_q + ((issue && (cmd == C_RD || cmd == C_WR)) ? 32'(BurstCycles) : 32'h0);
       corr_q  <= corr_q + 32'(rdf_pop && corr);
       fatal_q <= fatal_q + 32'(rdf_pop && fatal);

@@ -96,10 +96,11 @@ bool get_bool(const json& obj, const std::string& key, const std::string& origin
 }
 
 HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string& where) {
-  check_keys(c,
-             {"channels", "pseudo_channels", "bank_groups", "banks_per_group", "rows", "columns", "queue",
-              "write_queue", "write_hi", "write_lo", "starve_limit", "closed_page", "bank_interleave", "timing"},
-             origin, where);
+  check_keys(
+      c,
+      {"channels", "pseudo_channels", "bank_groups", "banks_per_group", "rows", "columns", "queue", "write_queue",
+       "write_hi", "write_lo", "starve_limit", "closed_page", "bank_interleave", "refresh", "timing"},
+      origin, where);
   HbmConfig h;
   h.channels = get_uint(c, "channels", 1, 16, origin, where);
   h.pseudo_channels = get_uint(c, "pseudo_channels", 1, 2, origin, where);
@@ -116,12 +117,17 @@ HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string&
   h.starve_limit = get_uint(c, "starve_limit", 16, 1u << 20, origin, where);
   h.closed_page = get_bool(c, "closed_page", origin, where);
   h.bank_interleave = get_bool(c, "bank_interleave", origin, where);
+  if (!c.contains("refresh") || !c["refresh"].is_string()) fail(origin, where + ".refresh", "missing or not a string");
+  const std::string refresh = c["refresh"].get<std::string>();
+  if (refresh != "all_bank" && refresh != "per_bank")
+    fail(origin, where + ".refresh", fmt::format("\"{}\" is neither \"all_bank\" nor \"per_bank\"", refresh));
+  h.per_bank_refresh = refresh == "per_bank";
   if (!c.contains("timing")) fail(origin, where + ".timing", "missing");
   const json& t = c["timing"];
   const std::string tw = where + ".timing";
   check_keys(t,
              {"cl", "cwl", "trcd", "trp", "tras", "trc", "tccd_s", "tccd_l", "trrd_s", "trrd_l", "tfaw", "twtr_s",
-              "twtr_l", "trtp", "twr", "trfc", "trefi"},
+              "twtr_l", "trtp", "twr", "trfc", "trefi", "trfcsb", "trrefd"},
              origin, tw);
   auto& x = h.timing;
   for (auto [key, field] : std::initializer_list<std::pair<const char*, unsigned*>>{{"cl", &x.cl},
@@ -140,9 +146,22 @@ HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string&
                                                                                     {"trtp", &x.trtp},
                                                                                     {"twr", &x.twr},
                                                                                     {"trfc", &x.trfc},
-                                                                                    {"trefi", &x.trefi}})
+                                                                                    {"trefi", &x.trefi},
+                                                                                    {"trfcsb", &x.trfcsb},
+                                                                                    {"trrefd", &x.trrefd}})
     *field = get_uint(t, key, 1, 100000, origin, tw);
   if (x.trefi <= x.trfc) fail(origin, tw + ".trefi", fmt::format("{} must exceed trfc ({})", x.trefi, x.trfc));
+  if (x.trfcsb > x.trfc)
+    fail(origin, tw + ".trfcsb",
+         fmt::format("{} exceeds trfc ({}): one bank refreshes faster than all", x.trfcsb, x.trfc));
+  // Per-bank: a single-bank refresh every trefi / banks cycles, each followed by trrefd cycles
+  // without an activate (and tRP, tRFCSB on its bank): the interval must hold it.
+  const unsigned every = x.trefi / (h.bank_groups * h.banks_per_group);
+  if (h.per_bank_refresh && every <= x.trrefd + 1)
+    fail(origin, tw + ".trefi",
+         fmt::format("per-bank refresh: trefi / banks = {} cycles between single-bank refreshes, not more than "
+                     "trrefd + 1 ({})",
+                     every, x.trrefd + 1));
   return h;
 }
 
@@ -579,6 +598,7 @@ std::string preset_json(const Preset& p) {
               {"starve_limit", p.hbm.starve_limit},
               {"closed_page", p.hbm.closed_page},
               {"bank_interleave", p.hbm.bank_interleave},
+              {"refresh", p.hbm.per_bank_refresh ? "per_bank" : "all_bank"},
               {"timing",
                {{"cl", p.hbm.timing.cl},
                 {"cwl", p.hbm.timing.cwl},
@@ -596,7 +616,9 @@ std::string preset_json(const Preset& p) {
                 {"trtp", p.hbm.timing.trtp},
                 {"twr", p.hbm.timing.twr},
                 {"trfc", p.hbm.timing.trfc},
-                {"trefi", p.hbm.timing.trefi}}}}},
+                {"trefi", p.hbm.timing.trefi},
+                {"trfcsb", p.hbm.timing.trfcsb},
+                {"trrefd", p.hbm.timing.trrefd}}}}},
             {"ici",
              {{"torus", {p.ici.torus_x, p.ici.torus_y}},
               {"vcs", p.ici.vcs},

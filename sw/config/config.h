@@ -33,6 +33,7 @@ struct IciConfig {
 struct HbmTimingConfig {
   unsigned cl = 14, cwl = 4, trcd = 14, trp = 14, tras = 34, trc = 48, tccd_s = 1, tccd_l = 2, trrd_s = 4, trrd_l = 6,
            tfaw = 30, twtr_s = 4, twtr_l = 9, trtp = 4, twr = 16, trfc = 260, trefi = 3900;
+  unsigned trfcsb = 160, trrefd = 8;  // single-bank refresh: the bank's refresh time, REFSB to ACT (other banks)
 };
 
 struct HbmConfig {
@@ -43,7 +44,8 @@ struct HbmConfig {
   unsigned write_queue = 16;                         // write buffer (0: writes share the queue)
   unsigned starve_limit = 512;                       // cycles a request waits before it gets its bank
   bool closed_page = false;
-  bool bank_interleave = true;  // address map row|column|bank (true) or row|bank|column
+  bool bank_interleave = true;    // address map row|column|bank (true) or row|bank|column
+  bool per_bank_refresh = false;  // "refresh": "per_bank" (REFSB, one bank every tREFI / banks) or "all_bank"
   HbmTimingConfig timing;
 };
 

@@ -48,9 +48,12 @@ void HbmDevice::check_bank(unsigned bank, uint64_t cycle) const {
 
 void HbmDevice::check_refresh(uint64_t cycle) const {
   const uint64_t due = cycle / t_.trefi;
-  if (due > refreshes + t_.max_postponed)
-    fail("tREFI", 0, cycle,
-         fmt::format("{} refreshes due by now, {} done: more than {} postponed", due, refreshes, t_.max_postponed));
+  for (unsigned bank = 0; bank < banks_.size(); ++bank) {
+    const uint64_t done = refreshes + banks_[bank].refreshed;
+    if (due > done + t_.max_postponed)
+      fail("tREFI", bank, cycle,
+           fmt::format("{} refreshes due by now, {} done: more than {} postponed", due, done, t_.max_postponed));
+  }
 }
 
 void HbmDevice::activate(uint64_t cycle, unsigned bank, unsigned row) {
@@ -65,6 +68,8 @@ void HbmDevice::activate(uint64_t cycle, unsigned bank, unsigned row) {
   need(true, "tRRD_L", bank, cycle, group_act_[group(bank)], t_.trrd_l);
   if (faw_.size() == 4) need(true, "tFAW", bank, cycle, faw_.front(), t_.tfaw);
   need(true, "tRFC", bank, cycle, ref_, t_.trfc);
+  need(true, "tRFCSB", bank, cycle, b.ref, t_.trfcsb);
+  need(true, "tRREFD", bank, cycle, refsb_, t_.trrefd);
   b.open = true;
   b.row = row;
   b.act = cycle;
@@ -155,8 +160,26 @@ void HbmDevice::refresh(uint64_t cycle) {
     need(true, "tRP", bank, cycle, banks_[bank].pre, t_.trp);
   }
   need(true, "tRFC", 0, cycle, ref_, t_.trfc);
+  for (unsigned bank = 0; bank < banks_.size(); ++bank) need(true, "tRFCSB", bank, cycle, banks_[bank].ref, t_.trfcsb);
   ref_ = cycle;
   ++refreshes;
+}
+
+void HbmDevice::refresh_bank(uint64_t cycle, unsigned bank) {
+  check_bank(bank, cycle);
+  advance(cycle);
+  Bank& b = banks_[bank];
+  if (b.open) fail("REFSB to an open bank", bank, cycle, fmt::format("row {} is open", b.row));
+  need(true, "tRP", bank, cycle, b.pre, t_.trp);
+  need(true, "tRC", bank, cycle, b.act, t_.trc);
+  need(true, "tRFC", bank, cycle, ref_, t_.trfc);
+  need(true, "tRFCSB", bank, cycle, b.ref, t_.trfcsb);
+  need(true, "tRREFD", bank, cycle, refsb_, t_.trrefd);
+  need(true, "tRRD_S", bank, cycle, last_act_, t_.trrd_s);  // an activate, then a refresh elsewhere
+  need(true, "tRRD_L", bank, cycle, group_act_[group(bank)], t_.trrd_l);
+  b.ref = refsb_ = cycle;
+  ++b.refreshed;
+  ++bank_refreshes;
 }
 
 void HbmDevice::flip_stored_bit(unsigned bank, unsigned row, unsigned column, unsigned bit) {

@@ -24,8 +24,9 @@ struct HbmTiming {
   unsigned tccd_s = 1, tccd_l = 2, trrd_s = 4, trrd_l = 6, tfaw = 30;
   unsigned twtr_s = 4, twtr_l = 9, trtp = 4, twr = 16;
   unsigned trfc = 260, trefi = 3900;
-  unsigned burst_cycles = 2;   // data-bus cycles per burst (burst length 4, double data rate)
-  unsigned max_postponed = 8;  // refreshes that may be postponed (JEDEC)
+  unsigned trfcsb = 160, trrefd = 8;  // single-bank refresh: the bank's refresh; REFSB to ACT or REFSB elsewhere
+  unsigned burst_cycles = 2;          // data-bus cycles per burst (burst length 4, double data rate)
+  unsigned max_postponed = 8;         // refreshes that may be postponed (JEDEC)
 };
 
 struct HbmGeometry {
@@ -69,7 +70,10 @@ class HbmDevice {
   void write(uint64_t cycle, unsigned bank, unsigned column, const std::vector<uint8_t>& data,
              uint64_t byte_mask = ~uint64_t{0});
   void refresh(uint64_t cycle);  // all-bank refresh: every bank must be precharged
-  // Call when the simulation ends (or at any time) to check that refresh was never starved.
+  // Single-bank refresh (REFSB): the bank must be precharged; the others may be open and go on.
+  void refresh_bank(uint64_t cycle, unsigned bank);
+  // Call when the simulation ends (or at any time) to check that refresh was never starved: every
+  // bank refreshed (all-bank or on its own) once per tREFI, at most max_postponed behind.
   void check_refresh(uint64_t cycle) const;
 
   // Fault injection for ECC tests: flip bit `bit` of the stored burst (data as written).
@@ -85,7 +89,7 @@ class HbmDevice {
   std::size_t rows_allocated() const { return store_.size(); }
 
   // Statistics.
-  uint64_t activates = 0, reads = 0, writes = 0, precharges = 0, refreshes = 0;
+  uint64_t activates = 0, reads = 0, writes = 0, precharges = 0, refreshes = 0, bank_refreshes = 0;
 
  private:
   static constexpr uint64_t kNever = ~uint64_t{0} >> 1;  // "long ago"
@@ -94,6 +98,8 @@ class HbmDevice {
     bool open = false;
     unsigned row = 0;
     uint64_t act = kNever, pre = kNever, rd = kNever, wr_end = kNever;  // wr_end: last write data end
+    uint64_t ref = kNever;                                              // its last single-bank refresh
+    uint64_t refreshed = 0;                                             // single-bank refreshes
   };
 
   [[noreturn]] void fail(const std::string& rule, unsigned bank, uint64_t cycle, const std::string& detail) const;
@@ -116,6 +122,7 @@ class HbmDevice {
   uint64_t bus_end_ = 0;                                        // the data bus is busy before this cycle
   bool bus_read_ = true;                                        // direction of the last burst on the bus
   uint64_t ref_ = kNever;                                       // last refresh command (tRFC)
+  uint64_t refsb_ = kNever;                                     // last single-bank refresh, any bank (tRREFD)
   std::unordered_map<uint64_t, std::vector<uint8_t>> store_;
 };
 

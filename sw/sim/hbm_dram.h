@@ -26,6 +26,7 @@ inline golden::HbmTiming hbm_timing(const HbmConfig& c) {
   t.cl = x.cl, t.cwl = x.cwl, t.trcd = x.trcd, t.trp = x.trp, t.tras = x.tras, t.trc = x.trc;
   t.tccd_s = x.tccd_s, t.tccd_l = x.tccd_l, t.trrd_s = x.trrd_s, t.trrd_l = x.trrd_l, t.tfaw = x.tfaw;
   t.twtr_s = x.twtr_s, t.twtr_l = x.twtr_l, t.trtp = x.trtp, t.twr = x.twr, t.trfc = x.trfc, t.trefi = x.trefi;
+  t.trfcsb = x.trfcsb, t.trrefd = x.trrefd;
   return t;
 }
 
@@ -100,7 +101,7 @@ class HbmDram {
     const unsigned op = port(dut.cmd_o, c);
     if (log_)
       fmt::print(log_, "{} pc {} {} bank {} row {} col {}\n", cycle, c,
-                 std::string_view("ACT PRE RD  WR  REF ").substr(4 * std::min(op, 5u), 3), bank, row, col);
+                 std::string_view("ACT PRE RD  WR  REF RFB ???").substr(4 * std::min(op, 6u), 3), bank, row, col);
     using isa::hw::HbmCmd;
     switch (static_cast<HbmCmd>(op)) {
       case HbmCmd::act:
@@ -124,6 +125,9 @@ class HbmDram {
       }
       case HbmCmd::ref:
         dev.refresh(cycle);
+        break;
+      case HbmCmd::refsb:
+        dev.refresh_bank(cycle, bank);
         break;
       default:
         throw std::runtime_error(fmt::format("HBM controller {} issued unknown command {}", c, op));

@@ -100,6 +100,20 @@ TEST(Config, HbmSectionIsValidated) {
   EXPECT_NE(error_of(with_hbm("timing.tXYZ", "1")).find("presets.a.hbm.timing.tXYZ: unknown key"), std::string::npos);
   EXPECT_NE(error_of(with_hbm("closed_page", "1")).find("presets.a.hbm.closed_page: missing or not true/false"),
             std::string::npos);
+  EXPECT_NE(error_of(with_hbm("refresh", "\"sometimes\"")).find("presets.a.hbm.refresh: \"sometimes\" is neither"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_hbm("refresh", "true")).find("presets.a.hbm.refresh: missing or not a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_hbm("timing.trfcsb", "99999")).find("presets.a.hbm.timing.trfcsb: 99999 exceeds trfc"),
+            std::string::npos);
+  // Per-bank: a single-bank refresh every trefi / 16 banks cycles must leave room for trrefd.
+  auto per_bank = nlohmann::json::parse(with_hbm("refresh", "\"per_bank\""));
+  per_bank["presets"]["a"]["hbm"]["timing"]["trefi"] = 120;
+  per_bank["presets"]["a"]["hbm"]["timing"]["trfc"] = 40;
+  per_bank["presets"]["a"]["hbm"]["timing"]["trfcsb"] = 24;
+  EXPECT_NE(error_of(per_bank.dump()).find("presets.a.hbm.timing.trefi: per-bank refresh: trefi / banks = 7 cycles"),
+            std::string::npos)
+      << error_of(per_bank.dump());
 }
 
 TEST(Config, BadDefaultAndBadJson) {

@@ -136,6 +136,17 @@ TEST(HbmDevice, EveryRuleIsChecked) {
       {"RD to a closed bank", [&](HbmDevice& d) { d.read(5, 0, 0); }},
       {"WR to a closed bank", [&](HbmDevice& d) { d.write(5, 0, 0, burst(1)); }},
       {"REF with an open bank", [&](HbmDevice& d) { d.activate(0, 2, 1), d.refresh(100); }},
+      // Single-bank refresh: its bank closed (and tRP, tRC met), tRFCSB before the bank's next
+      // activate or refresh, tRREFD before an activate or a refresh of another bank, tRRD after an
+      // activate.
+      {"REFSB to an open bank", [&](HbmDevice& d) { d.activate(0, 2, 1), d.refresh_bank(100, 2); }},
+      {"tRFCSB", [&](HbmDevice& d) { d.refresh_bank(10, 3), d.activate(10 + t.trfcsb - 1, 3, 1); }},
+      {"tRFCSB", [&](HbmDevice& d) { d.refresh_bank(10, 3), d.refresh_bank(10 + t.trfcsb - 1, 3); }},
+      {"tRREFD", [&](HbmDevice& d) { d.refresh_bank(10, 3), d.activate(10 + t.trrefd - 1, 7, 1); }},
+      {"tRREFD", [&](HbmDevice& d) { d.refresh_bank(10, 3), d.refresh_bank(10 + t.trrefd - 1, 7); }},
+      {"tRRD_S", [&](HbmDevice& d) { d.activate(10, 4, 1), d.refresh_bank(10 + t.trrd_s - 1, 0); }},
+      {"tRP", [&](HbmDevice& d) { d.activate(0, 0, 1), d.precharge(t.tras, 0), d.refresh_bank(t.tras + 5, 0); }},
+      {"tRFC", [&](HbmDevice& d) { d.refresh(10), d.refresh_bank(10 + t.trfc - 1, 0); }},
       {"order", [&](HbmDevice& d) { d.activate(10, 0, 1), d.activate(5, 4, 1); }},
       {"address", [&](HbmDevice& d) { d.activate(0, 16, 1); }},
   };
@@ -165,6 +176,32 @@ TEST(HbmDevice, RefreshMayBePostponedOnlyWithinTheLimit) {
   for (unsigned i = 0; i < t.max_postponed; ++i, c += t.trfc) d.refresh(c);
   EXPECT_EQ(d.refreshes, t.max_postponed);
   EXPECT_THROW(d.check_refresh(uint64_t{t.trefi} * (2 * t.max_postponed + 1)), HbmViolation);
+}
+
+// Single-bank refresh: each bank needs its own once per tREFI, and the others go on meanwhile (an
+// open bank and a read elsewhere are legal during another bank's tRFCSB); a bank left out of the
+// rotation is caught, by number.
+TEST(HbmDevice, SingleBankRefreshCountsPerBank) {
+  const HbmTiming t;
+  const HbmGeometry g;
+  HbmDevice d(g, t);
+  d.activate(0, 1, 5);
+  uint64_t c = 100;
+  for (unsigned round = 0; round < t.max_postponed + 1; ++round)
+    for (unsigned b = 0; b < g.banks(); ++b) {
+      if (b == 1) continue;  // open: its row is read while the others refresh
+      d.refresh_bank(c, b);
+      d.read(c + t.trrefd, 1, round % g.columns);
+      c += 12;  // over tRREFD; 15 banks x 12 cycles is over tRFCSB before a bank's next
+    }
+  EXPECT_EQ(d.bank_refreshes, uint64_t{(t.max_postponed + 1) * (g.banks() - 1)});
+  try {
+    d.check_refresh(uint64_t{t.trefi} * (t.max_postponed + 1));
+    FAIL() << "bank 1 was never refreshed";
+  } catch (const HbmViolation& v) {
+    EXPECT_EQ(v.rule(), "tREFI");
+    EXPECT_EQ(v.bank(), 1u);
+  }
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ json measure(const tp::Preset& preset, const std::string& pattern, const std::ve
   const double cycles = double(h.cycle());
   // Refreshes due but still postponed at the end (at most 8 per pseudo-channel) were not paid for
   // in these cycles.
-  const uint64_t due = h.cycle() / preset.hbm.timing.trefi * nc;
+  const uint64_t banks = preset.hbm.per_bank_refresh ? preset.hbm.bank_groups * preset.hbm.banks_per_group : 1;
+  const uint64_t due = h.cycle() / preset.hbm.timing.trefi * nc * banks;
   const uint64_t debt = due > refreshes ? due - refreshes : 0;
   json r = {{"pattern", pattern},
             {"requests", n},
@@ -238,13 +239,15 @@ class TraceReader {
   std::mt19937_64 rng_{7};                  // write data
 };
 
-// The pattern's limit as a fraction of the data bus's peak (docs/hbm.md "Bounds"): refresh takes
-// tRFC of every tREFI; a pattern that needs a new row for every `bursts_per_row` bursts can open
-// at most 4 rows per tFAW, each giving bursts_per_row bursts of 2 bus cycles.
+// The pattern's limit as a fraction of the data bus's peak (docs/hbm.md "Bounds"): all-bank
+// refresh takes tRFC of every tREFI (single-bank refresh takes one bank at a time, and a
+// command slot, which the bound does not count); a pattern that needs a new row for every
+// `bursts_per_row` bursts can open at most 4 rows per tFAW, each giving bursts_per_row bursts of
+// 2 bus cycles.
 // For the subsystem, the fraction is of all nc pseudo-channels' buses, and its port, one burst a
 // cycle, bounds it at 2 / nc.
 double bound_fraction(const tp::HbmConfig& c, const std::string& p, unsigned nc) {
-  const double refresh = 1.0 - double(c.timing.trfc) / double(c.timing.trefi);
+  const double refresh = c.per_bank_refresh ? 1.0 : 1.0 - double(c.timing.trfc) / double(c.timing.trefi);
   const double faw = double(c.timing.tfaw);
   auto rows_bound = [&](double bursts_per_row) { return std::min(1.0, 4.0 * bursts_per_row * 2.0 / faw); };
   double b = refresh;  // streams: a row of 32 bursts per activate, far from the tFAW limit
