@@ -201,11 +201,15 @@ class LoopBuilder {
     const LoopCost before = cost_;
     nest(index, l, t, last);
     if (!write_out_) return;
-    Lines out = unrolled_layer(p_, index, l, t, last);
     const auto count = [](auto b, auto e) {
-      return std::count_if(b, e, [](const Line& x) { return x.instr.has_value(); });
+      return static_cast<uint64_t>(std::count_if(b, e, [](const Line& x) { return x.instr.has_value(); }));
     };
-    const auto unrolled = count(out.begin(), out.end()), looped = count(lines_.begin() + first, lines_.end());
+    const uint64_t looped = count(lines_.begin() + first, lines_.end());
+    // Every tile takes at least its weight load, mxu.lw and mxu.mm written out: a layer longer
+    // than that is not built unrolled at all (a large one would take seconds and gigabytes).
+    if (3 * uint64_t{t.mb} * t.nb * t.kb > looped) return;
+    Lines out = unrolled_layer(p_, index, l, t, last);
+    const uint64_t unrolled = count(out.begin(), out.end());
     if (unrolled > looped) return;
     lines_.resize(first);
     comment("");

@@ -160,7 +160,7 @@ struct MatmulRun {
   uint64_t mismatches = 0;                      // elements that differ (0 when the run failed)
   std::optional<Mismatch> first_mismatch;       // row-major first
   uint64_t instructions = 0;                    // program length
-  compiler::Form form = compiler::Form::loops;  // the form the compiler wrote (loops or unrolled)
+  compiler::Form form = compiler::Form::loops;  // the form the compiler wrote (loops, unrolled or nests)
   uint64_t cycles = 0, mxu_rows = 0, bytes_loaded = 0, bytes_stored = 0;
   double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
   double roofline_cycles = 0;  // the layers' roofline_cycles() summed

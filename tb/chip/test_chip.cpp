@@ -1064,9 +1064,10 @@ void expect_pass(const tp::driver::MatmulRun& run) {
                                                : "");
 }
 
-// Both forms of the compiler's program (the loop nest and the unrolled one) on the edge shapes,
-// random shapes and the MLP. The loop nest computes its addresses and row counts in scalar
-// registers, so these are the RTL's register fields and branches under real programs.
+// Each form of the compiler's program (the loops, with the shortest layers written out; the
+// unrolled one; the nests, none written out) on the edge shapes, random shapes and the MLP. The
+// loop nests compute their addresses and row counts in scalar registers, so these are the RTL's
+// register fields and branches under real programs.
 class ChipMatmul : public ::testing::TestWithParam<tp::compiler::Form> {};
 
 TEST_P(ChipMatmul, EdgeShapes) {
@@ -1177,7 +1178,7 @@ TEST(ChipTrace, SlicesAddUpToTheCounters) {
       chip->set_trace(&t);
       const auto run =
           mlp ? tp::driver::run_mlp(*chip, {2 * n + 3, 2 * n + 1, n + 5, n - 1}, seed)
-              : tp::driver::run_matmul(*chip, {3 * n, 4 * n + 1, 2 * n, true, true, tp::compiler::Form::loops}, seed);
+              : tp::driver::run_matmul(*chip, {3 * n, 4 * n + 1, 2 * n, true, true, tp::compiler::Form::nests}, seed);
       expect_pass(run);
       const std::string what = fmt::format("{} on {} (seed {})", run.what, chip->backend_name(), seed);
       tp::tb::expect_trace_matches_counters(t, run.counters, what);

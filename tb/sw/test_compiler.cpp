@@ -46,8 +46,9 @@ using tp::tb::Shape;
 
 using tp::compiler::Form;
 
-// Every golden matmul test runs on each preset in both forms of the program: the loop nest and
-// the unrolled one (automatic picks between them; the tests force each).
+// Every golden matmul test runs on each preset in each form of the program: the loops (with the
+// shortest layers written out), the unrolled one, and the nests (none written out); automatic
+// picks between the first two, the tests force each.
 struct FormCase {
   std::string preset;
   Form form;
