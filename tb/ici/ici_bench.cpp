@@ -31,15 +31,16 @@ struct Point {
   uint64_t packets;
 };
 
-Point measure(const tp::IciConfig& cfg, unsigned k, Pattern pattern, double load, unsigned packet_flits,
-              const json& b) {
+Point measure(const tp::IciConfig& cfg, unsigned k, Pattern pattern, double load, unsigned packet_flits, const json& b,
+              bool lane_by_source) {
   tp::tb::NetOptions o;
   o.torus = {k, k};
   o.seed = 12345;
   o.watchdog = 20000;
   Net net(cfg, o);
   std::mt19937_64 rng(777);
-  const tp::tb::TrafficSpec spec{pattern, load, packet_flits, packet_flits};
+  tp::tb::TrafficSpec spec{pattern, load, packet_flits, packet_flits};
+  spec.lane_by_source = lane_by_source;
   const unsigned warmup = b["warmup_cycles"], window = b["measure_cycles"], limit = b["drain_limit_cycles"];
   for (unsigned c = 0; c < warmup; ++c) {
     tp::tb::inject_traffic(net, spec, rng, cfg.vcs / 2);
@@ -96,6 +97,12 @@ int main(int argc, char** argv) {
   app.add_option("--bench", bench_file, "benchmark description")->capture_default_str();
   app.add_option("--tori", tori_override, "torus sizes k (k x k), overriding the description");
   app.add_option("--patterns", pattern_names, "traffic patterns (default: all)");
+  std::string lanes = "random";
+  app.add_option("--lanes", lanes,
+                 "injection lane: random per packet, or by-source (each source its own; variants get the "
+                 "suffix +src in the report)")
+      ->check(CLI::IsMember({"random", "by-source"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     std::ifstream in(bench_file);
@@ -126,7 +133,8 @@ int main(int argc, char** argv) {
       if (cfg.vcs != TP_ICI_V || cfg.buf_flits != TP_ICI_B || cfg.flit_bits != TP_ICI_F || cfg.replay_flits != TP_ICI_R)
         continue;  // another binary's router
       ++ran;
-      const std::string name = var.at("name");
+      const bool by_source = lanes == "by-source";
+      const std::string name = var.at("name").get<std::string>() + (by_source ? "+src" : "");
       const unsigned pf = var.at("packet_flits");
       for (auto* list : {&report["results"], &report["summary"]})
         list->erase(
@@ -149,7 +157,7 @@ int main(int argc, char** argv) {
           std::vector<std::pair<double, double>> curve;  // (offered, accepted)
           const auto t0 = std::chrono::steady_clock::now();
           for (double load : b.at("loads").get<std::vector<double>>()) {
-            const Point pt = measure(cfg, k, pat, load, pf, b);
+            const Point pt = measure(cfg, k, pat, load, pf, b, by_source);
             if (zero == 0) {
               zero = pt.avg_latency;
               zero_hops = pt.avg_hops;

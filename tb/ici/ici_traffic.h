@@ -16,6 +16,9 @@ struct TrafficSpec {
   double offered = 0.1;               // flits per node per cycle
   unsigned min_len = 1, max_len = 1;  // packet length in flits, uniform in [min, max]
   bool restrict_to_slice = true;      // draw destinations inside the source's slice
+  // The injection lane: random per packet, or each source always its own, (x + y) % lanes (so
+  // that no source's packets wait behind another lane's at its injection port).
+  bool lane_by_source = false;
 };
 
 // Create this cycle's packets (call once per cycle before step()). Returns the packets created.
@@ -36,7 +39,8 @@ unsigned inject_traffic(Net& net, const TrafficSpec& spec, std::mt19937_64& rng,
         const auto& s = net.slice(src);
         dst = {s.x0 + (dst.x % s.w), s.y0 + (dst.y % s.h)};
       }
-      net.send(src, dst, lane(rng), len(rng));
+      const unsigned l = lane(rng);
+      net.send(src, dst, spec.lane_by_source ? (x + y) % lanes : l, len(rng));
       ++made;
     }
   }
