@@ -13,12 +13,12 @@
 // queued request wants, the one activated last is closed and refreshed (when MaxPostpone are due
 // and every bank left is wanted, the lowest, whatever is queued for it); once it is closed, its
 // requests wait for its refresh, so that they cannot reopen it first; it then rests tRFCSB, and
-// no activate follows within tRREFD. Every timing rule is tracked as the earliest cycle a command may issue. Write data is
-// SECDED-encoded per 64 bits; reads are decoded, single-bit errors corrected and counted, double-
-// bit errors reported with the response. With WQD > 0 writes have a buffer of their own (WQD
-// entries after the QD read entries), so a batch of writes waiting to drain does not take the
-// reads' lookahead; only its entries hold write data. With WQD = 0 reads and writes share the QD
-// entries.
+// no activate follows within tRREFD. Every timing rule is tracked as the earliest cycle a
+// command may issue. Write data is SECDED-encoded per 64 bits; reads are decoded, single-bit
+// errors corrected and counted, double-bit errors reported with the response. With WQD > 0
+// writes have a buffer of their own (WQD entries after the QD read entries), so a batch of writes
+// waiting to drain does not take the reads' lookahead; only its entries hold write data. With
+// WQD = 0 reads and writes share the QD entries.
 module tp_hbm_ctrl
   import tp_secded_pkg::*;
 #(
@@ -286,7 +286,8 @@ module tp_hbm_ctrl
       eligible[i] = q_q[i].valid && !older_same_id[i] && mode_ok[i];
       hit[i] = eligible[i] && b_open_q[q_q[i].bank] && (b_row_q[q_q[i].bank] == q_q[i].row);
       opened[i] = hit[i] && q_q[i].touched;
-      // A forced single-bank refresh stops its bank's column commands, so that it can close.
+      // A single-bank refresh that is forced, or has closed its bank, stops that bank's column
+      // commands (and, below, its activates), so that it can close and stay closed.
       if (sb_hold && q_q[i].bank == rbank)
         can_col[i] = 1'b0;
       else if (q_q[i].write)
