@@ -16,8 +16,8 @@ struct TrafficSpec {
   double offered = 0.1;               // flits per node per cycle
   unsigned min_len = 1, max_len = 1;  // packet length in flits, uniform in [min, max]
   bool restrict_to_slice = true;      // draw destinations inside the source's slice
-  // The injection lane: random per packet, or each source always its own, (x + y) % lanes (so
-  // that no source's packets wait behind another lane's at its injection port).
+  // The injection lane: random per packet, or each source always its own, (x + y) % lanes (a
+  // fixed split of the flows over the lanes: docs/benchmarks.md, tornado).
   bool lane_by_source = false;
 };
 
