@@ -6,7 +6,7 @@
 #   make sim-chip [PRESET=<name>] [ARGS="--matmul 512x256x1024 --bias --relu"]
 #                                                       an MLP (or ARGS) on one Verilated chip and
 #                                                       on the golden interpreter, compared
-#   make test [SANITIZE=1]                              the regression (tiny, small, odd presets);
+#   make test [SANITIZE=1]                              the regression (tiny, small, small_model, odd);
 #                                                       SANITIZE=1: built with ASan and UBSan in build-asan
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>] [CHIP=<x,y>]
 #                                                       rerun one test with FST waves (a pod

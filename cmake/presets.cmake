@@ -76,9 +76,9 @@ function(_tp_preset_chain out preset)
   set(${out} ${_chain} PARENT_SCOPE)
 endfunction()
 
-# tp_preset_get(<out-var> <preset> <key>...): a leaf value (a scalar or an array), from the preset
-# or the first base up its chain that sets it, or a fatal error that names the key.
-function(tp_preset_get out preset)
+# tp_preset_find(<out-var> <preset> <key>...): a leaf value (a scalar or an array), from the preset
+# or the first base up its chain that sets it, or <out-var>-NOTFOUND when none does.
+function(tp_preset_find out preset)
   if(NOT preset IN_LIST TP_ALL_PRESETS)
     message(FATAL_ERROR "${TP_PRESETS_FILE}: unknown preset '${preset}' (known presets: ${TP_ALL_PRESETS})")
   endif()
@@ -109,8 +109,18 @@ function(tp_preset_get out preset)
       endif()
     endforeach()
   endforeach()
-  list(JOIN TP_PRESET_CHAIN_${preset} " -> " _text)
-  message(FATAL_ERROR "${TP_PRESETS_FILE}: presets.${preset}.${_key}: missing (looked in ${_text})")
+  set(${out} ${out}-NOTFOUND PARENT_SCOPE)
+endfunction()
+
+# tp_preset_get(<out-var> <preset> <key>...): as tp_preset_find, or a fatal error that names the key.
+function(tp_preset_get out preset)
+  tp_preset_find(_value ${preset} ${ARGN})
+  if(_value STREQUAL "_value-NOTFOUND")
+    string(REPLACE ";" "." _key "${ARGN}")
+    list(JOIN TP_PRESET_CHAIN_${preset} " -> " _text)
+    message(FATAL_ERROR "${TP_PRESETS_FILE}: presets.${preset}.${_key}: missing (looked in ${_text})")
+  endif()
+  set(${out} "${_value}" PARENT_SCOPE)
 endfunction()
 
 string(JSON TP_DEFAULT_PRESET GET "${TP_PRESETS_JSON}" default)

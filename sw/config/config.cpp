@@ -190,8 +190,9 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   if (!j.contains("chip")) fail(origin, where + ".chip", "missing");
   const json& c = j["chip"];
   const std::string cw = where + ".chip";
-  check_keys(c, {"vmem_rows", "sublanes", "vmem_banks", "imem_words", "queue", "memory", "mem_latency", "hbm_beats"},
-             origin, cw);
+  check_keys(
+      c, {"vmem_rows", "sublanes", "vmem_banks", "imem_words", "queue", "memory", "mem_latency", "hbm_beats", "hbm"},
+      origin, cw);
   p.chip.vmem_rows = get_uint(c, "vmem_rows", 16, 1u << 15, origin, cw);
   p.chip.vmem_banks = get_uint(c, "vmem_banks", 1, 64, origin, cw);
   p.chip.sublanes = get_uint(c, "sublanes", 1, 16, origin, cw);
@@ -217,14 +218,22 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
   p.ici = parse_ici(j["ici"], origin, where + ".ici");
   if (!j.contains("hbm")) fail(origin, where + ".hbm", "missing");
   p.hbm = parse_hbm(j["hbm"], origin, where + ".hbm");
+  p.chip.hbm = p.hbm;
+  if (c.contains("hbm")) {  // overrides of the hbm section for the chip's own controllers
+    if (!c["hbm"].is_object()) fail(origin, cw + ".hbm", "expected an object (overrides of the hbm section)");
+    json merged = j["hbm"];
+    merged.merge_patch(c["hbm"]);
+    p.chip.hbm = parse_hbm(merged, origin, cw + ".hbm");
+  }
   if (p.chip.memory == "hbm") {
     // A beat is mxu.n / 8 whole 32-byte bursts, 1, 2, 4 or 8 of them (inside one 8-burst block of
     // a pseudo-channel), and every beat must exist in the HBM.
     if (p.mxu.n % 8 != 0 || !std::has_single_bit(p.mxu.n / 8) || p.mxu.n / 8 > 8)
       fail(origin, where + ".chip.memory",
            fmt::format("\"hbm\" needs mxu.n = 8, 16, 32 or 64 (a beat of 1, 2, 4 or 8 bursts), not {}", p.mxu.n));
-    const uint64_t bursts = uint64_t{p.hbm.channels} * p.hbm.pseudo_channels * p.hbm.bank_groups *
-                            p.hbm.banks_per_group * p.hbm.rows * p.hbm.columns;
+    const HbmConfig& h = p.chip.hbm;
+    const uint64_t bursts =
+        uint64_t{h.channels} * h.pseudo_channels * h.bank_groups * h.banks_per_group * h.rows * h.columns;
     if (p.chip.hbm_beats * (p.mxu.n / 8) > bursts)
       fail(origin, where + ".chip.hbm_beats",
            fmt::format("{} beats of {} bursts exceed the HBM's {} bursts", p.chip.hbm_beats, p.mxu.n / 8, bursts));
@@ -570,6 +579,48 @@ std::string pod_json(const PodConfig& p) {
       .dump();
 }
 
+namespace {
+
+// An HBM section as presets.json spells it.
+json hbm_json(const HbmConfig& h) {
+  return {{"channels", h.channels},
+          {"pseudo_channels", h.pseudo_channels},
+          {"bank_groups", h.bank_groups},
+          {"banks_per_group", h.banks_per_group},
+          {"rows", h.rows},
+          {"columns", h.columns},
+          {"queue", h.queue},
+          {"write_queue", h.write_queue},
+          {"write_hi", h.write_hi},
+          {"write_lo", h.write_lo},
+          {"starve_limit", h.starve_limit},
+          {"closed_page", h.closed_page},
+          {"bank_interleave", h.bank_interleave},
+          {"refresh", h.per_bank_refresh ? "per_bank" : "all_bank"},
+          {"timing",
+           {{"cl", h.timing.cl},
+            {"cwl", h.timing.cwl},
+            {"trcd", h.timing.trcd},
+            {"trp", h.timing.trp},
+            {"tras", h.timing.tras},
+            {"trc", h.timing.trc},
+            {"tccd_s", h.timing.tccd_s},
+            {"tccd_l", h.timing.tccd_l},
+            {"trrd_s", h.timing.trrd_s},
+            {"trrd_l", h.timing.trrd_l},
+            {"tfaw", h.timing.tfaw},
+            {"twtr_s", h.timing.twtr_s},
+            {"twtr_l", h.timing.twtr_l},
+            {"trtp", h.timing.trtp},
+            {"twr", h.timing.twr},
+            {"trfc", h.timing.trfc},
+            {"trefi", h.timing.trefi},
+            {"trfcsb", h.timing.trfcsb},
+            {"trrefd", h.timing.trrefd}}}};
+}
+
+}  // namespace
+
 std::string preset_json(const Preset& p) {
   json j = {{"name", p.name},
             {"description", p.description},
@@ -583,42 +634,9 @@ std::string preset_json(const Preset& p) {
               {"queue", p.chip.queue},
               {"memory", p.chip.memory},
               {"mem_latency", p.chip.mem_latency},
-              {"hbm_beats", p.chip.hbm_beats}}},
-            {"hbm",
-             {{"channels", p.hbm.channels},
-              {"pseudo_channels", p.hbm.pseudo_channels},
-              {"bank_groups", p.hbm.bank_groups},
-              {"banks_per_group", p.hbm.banks_per_group},
-              {"rows", p.hbm.rows},
-              {"columns", p.hbm.columns},
-              {"queue", p.hbm.queue},
-              {"write_queue", p.hbm.write_queue},
-              {"write_hi", p.hbm.write_hi},
-              {"write_lo", p.hbm.write_lo},
-              {"starve_limit", p.hbm.starve_limit},
-              {"closed_page", p.hbm.closed_page},
-              {"bank_interleave", p.hbm.bank_interleave},
-              {"refresh", p.hbm.per_bank_refresh ? "per_bank" : "all_bank"},
-              {"timing",
-               {{"cl", p.hbm.timing.cl},
-                {"cwl", p.hbm.timing.cwl},
-                {"trcd", p.hbm.timing.trcd},
-                {"trp", p.hbm.timing.trp},
-                {"tras", p.hbm.timing.tras},
-                {"trc", p.hbm.timing.trc},
-                {"tccd_s", p.hbm.timing.tccd_s},
-                {"tccd_l", p.hbm.timing.tccd_l},
-                {"trrd_s", p.hbm.timing.trrd_s},
-                {"trrd_l", p.hbm.timing.trrd_l},
-                {"tfaw", p.hbm.timing.tfaw},
-                {"twtr_s", p.hbm.timing.twtr_s},
-                {"twtr_l", p.hbm.timing.twtr_l},
-                {"trtp", p.hbm.timing.trtp},
-                {"twr", p.hbm.timing.twr},
-                {"trfc", p.hbm.timing.trfc},
-                {"trefi", p.hbm.timing.trefi},
-                {"trfcsb", p.hbm.timing.trfcsb},
-                {"trrefd", p.hbm.timing.trrefd}}}}},
+              {"hbm_beats", p.chip.hbm_beats},
+              {"hbm", hbm_json(p.chip.hbm)}}},
+            {"hbm", hbm_json(p.hbm)},
             {"ici",
              {{"torus", {p.ici.torus_x, p.ici.torus_y}},
               {"vcs", p.ici.vcs},

@@ -59,6 +59,11 @@ struct ChipConfig {
   std::string memory = "model";  // behind the memory port: "hbm" (the HBM subsystem) or "model"
   unsigned mem_latency = 20;     // the simple memory model's read latency (cycles)
   uint64_t hbm_beats = 262144;   // memory size in beats (one beat = one VMEM row of bytes)
+  // The HBM that serves the chip (memory "hbm"): the preset's hbm section with the preset's
+  // chip.hbm overrides merged over it (queue depth, watermarks, address map, refresh: what a
+  // chip's matrix streams want), so that the controller tests and benchmarks keep the hbm
+  // section itself (docs/chip.md, "The chip on HBM").
+  HbmConfig hbm;
 };
 
 struct Preset {

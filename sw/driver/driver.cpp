@@ -279,7 +279,8 @@ void fill_output(Chip& chip, const compiler::MatrixRef& ref) {
 double memory_bytes_per_cycle(const Preset& p) {
   const double port = 4.0 * double(p.mxu.n);
   if (p.chip.memory != "hbm") return port;
-  const double bus = double(p.hbm.channels * p.hbm.pseudo_channels) * 32.0 / double(golden::HbmTiming{}.burst_cycles);
+  const double bus =
+      double(p.chip.hbm.channels * p.chip.hbm.pseudo_channels) * 32.0 / double(golden::HbmTiming{}.burst_cycles);
   return std::min(port, bus);
 }
 

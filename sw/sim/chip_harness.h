@@ -100,7 +100,7 @@ class ChipHarness {
       : lanes_(p.mxu.n),
         external_links_(external_links),
         link_latency_(p.ici.link_latency),
-        hbm_(p.hbm),
+        hbm_(p.chip.hbm),
         stim_(std::move(stim)),
         rng_(stim_.seed),
         ctx_(std::make_unique<VerilatedContext>()) {
@@ -115,7 +115,7 @@ class ChipHarness {
             fmt::format("ChipHarness: the Verilated chip has HBM but preset '{}' says memory "
                         "\"{}\" (rebuild after editing the preset)",
                         p.name, p.chip.memory));
-      dram_ = std::make_unique<HbmDram<Top>>(p.hbm, p.hbm.channels * p.hbm.pseudo_channels);
+      dram_ = std::make_unique<HbmDram<Top>>(p.chip.hbm, p.chip.hbm.channels * p.chip.hbm.pseudo_channels);
       // TP_HBM_CMDLOG=<file>: every DRAM command (cycle, pseudo-channel, command, bank, row, column).
       if (const char* log = std::getenv("TP_HBM_CMDLOG"); log && *log) {
         cmdlog_ = std::fopen(log, "w");

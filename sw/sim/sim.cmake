@@ -11,14 +11,14 @@ target_link_libraries(tp_sim_util PUBLIC tp_trace tp_config)  # chip_harness.h r
 
 # The chip (rtl/chip) at the test presets: Verilated once per preset, shared by the RTL backend,
 # the pod, the tensorpod tool and the chip tests.
-foreach(preset ${TP_TEST_PRESETS})
+foreach(preset ${TP_CHIP_PRESETS})
   tp_chip_model(${preset})
 endforeach()
 
 # The driver's RTL backend per test preset (object libraries: their static registration stays
 # linked).
 set(TP_RTL_BACKENDS "")
-foreach(preset ${TP_TEST_PRESETS})
+foreach(preset ${TP_CHIP_PRESETS})
   add_library(tp_rtl_backend_${preset} OBJECT ${CMAKE_CURRENT_LIST_DIR}/rtl_backend.cpp)
   target_compile_definitions(tp_rtl_backend_${preset} PRIVATE TP_PRESET="${preset}"
                              TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
@@ -37,7 +37,7 @@ target_link_libraries(tp_systemc INTERFACE ${TP_SYSTEMC_LIB})
 add_library(tp_sc_main OBJECT ${CMAKE_CURRENT_LIST_DIR}/sc_main.cpp)
 target_link_libraries(tp_sc_main PUBLIC tp_systemc)
 set(TP_RTL_SLICES tp_sc_main)
-foreach(preset ${TP_TEST_PRESETS})
+foreach(preset ${TP_CHIP_PRESETS})
   add_library(tp_rtl_slice_${preset} OBJECT ${CMAKE_CURRENT_LIST_DIR}/rtl_slice.cpp)
   tp_preset_ici(${preset} ici_tag)
   target_compile_definitions(tp_rtl_slice_${preset} PRIVATE TP_PRESET="${preset}"

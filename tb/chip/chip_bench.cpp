@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
         const double compulsory = 4.0 * 3.0 * double(s) * double(s);
         const double roofline = tp::driver::roofline_cycles(p, s, s, s);
         const bool hbm = p.chip.memory == "hbm";
-        const double nc = double(p.hbm.channels * p.hbm.pseudo_channels);
+        const double nc = double(p.chip.hbm.channels * p.chip.hbm.pseudo_channels);
         const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
         nlohmann::json e = {{"preset", name},
                             {"memory", p.chip.memory},

@@ -11,7 +11,7 @@ target_link_libraries(test_vpu_lane PRIVATE rtl_vpu_lane tp_golden tp_tb_util GT
 gtest_discover_tests(test_vpu_lane PROPERTIES LABELS "vpu")
 list(APPEND TP_TEST_TARGETS test_vpu_lane)
 
-foreach(preset ${TP_TEST_PRESETS})
+foreach(preset ${TP_CHIP_PRESETS})
   add_executable(test_chip_${preset} chip/test_chip.cpp)
   target_include_directories(test_chip_${preset} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/sw)
   target_compile_definitions(test_chip_${preset} PRIVATE TP_PRESET="${preset}" TP_CHIP_HEADER="Vchip_${preset}.h"
@@ -26,7 +26,7 @@ endforeach()
 
 
 # make bench: compiled matmuls on the Verilated chip (build/reports/chip.json).
-set(TP_CHIP_BENCH_PRESETS tiny small CACHE STRING "Presets of the chip benchmark (a subset of TP_TEST_PRESETS)")
+set(TP_CHIP_BENCH_PRESETS tiny small small_model CACHE STRING "Presets of the chip benchmark (a subset of TP_CHIP_PRESETS)")
 add_executable(chip_bench chip/chip_bench.cpp)
 target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
 target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver tp_energy CLI11::CLI11 nlohmann_json::nlohmann_json)

@@ -167,6 +167,75 @@ TEST(Config, ChipSectionIsValidated) {
             std::string::npos);
 }
 
+// chip.hbm: overrides of the hbm section for the controllers that serve the chip; the hbm
+// section itself (the controller tests' and benchmark's) keeps its own values.
+TEST(Config, ChipHbmOverridesTheHbmSectionForTheChipOnly) {
+  auto j = nlohmann::json::parse(with_ici());
+  auto& a = j["presets"]["a"];
+  a["chip"].erase("hbm");
+  a["hbm"]["queue"] = 8;
+  a["hbm"]["write_queue"] = 0;
+  a["hbm"]["bank_interleave"] = true;
+  {  // without chip.hbm the chip's HBM is the hbm section
+    const tp::Preset p = tp::parse_presets(j.dump(), "test.json").at(0);
+    EXPECT_EQ(nlohmann::json::parse(tp::preset_json(p))["chip"]["hbm"],
+              nlohmann::json::parse(tp::preset_json(p))["hbm"]);
+  }
+  a["chip"]["hbm"] = nlohmann::json::parse(R"({"queue": 32, "write_hi": 24, "bank_interleave": false,
+                                                "timing": {"trefi": 3900}})");
+  const tp::Preset p = tp::parse_presets(j.dump(), "test.json").at(0);
+  EXPECT_EQ(p.hbm.queue, 8u);  // the section itself is untouched
+  EXPECT_TRUE(p.hbm.bank_interleave);
+  EXPECT_EQ(p.chip.hbm.queue, 32u);
+  EXPECT_EQ(p.chip.hbm.write_hi, 24u);
+  EXPECT_FALSE(p.chip.hbm.bank_interleave);
+  EXPECT_EQ(p.chip.hbm.timing.trefi, 3900u);
+  EXPECT_EQ(p.chip.hbm.timing.trfc, p.hbm.timing.trfc);  // a nested leaf alone: the rest inherited
+  EXPECT_EQ(p.chip.hbm.channels, p.hbm.channels);
+  EXPECT_EQ(p.chip.hbm.write_lo, p.hbm.write_lo);
+  // preset_json gives the chip's whole HBM: parsed again, the same preset.
+  auto body = nlohmann::json::parse(tp::preset_json(p));
+  body.erase("name");
+  nlohmann::json file = {{"default", "a"}, {"presets", {{"a", body}}}};
+  const tp::Preset again = tp::parse_presets(file.dump(), "again.json").at(0);
+  EXPECT_EQ(tp::preset_json(again), tp::preset_json(p));
+  // Errors name chip.hbm: a bad key, a bad value, a combination the merge makes, not an object.
+  auto bad = j;
+  bad["presets"]["a"]["chip"]["hbm"]["depth"] = 4;
+  EXPECT_NE(error_of(bad.dump()).find("presets.a.chip.hbm.depth: unknown key"), std::string::npos)
+      << error_of(bad.dump());
+  bad = j;
+  bad["presets"]["a"]["chip"]["hbm"]["queue"] = 65;
+  EXPECT_NE(error_of(bad.dump()).find("presets.a.chip.hbm.queue: 65 is out of range [2, 64]"), std::string::npos)
+      << error_of(bad.dump());
+  bad = j;
+  bad["presets"]["a"]["chip"]["hbm"]["queue"] = 16;  // below its own write_hi (24)
+  EXPECT_NE(error_of(bad.dump()).find("presets.a.chip.hbm.write_hi: 24 is out of range [1, 16]"), std::string::npos)
+      << error_of(bad.dump());
+  bad = j;
+  bad["presets"]["a"]["chip"]["hbm"] = 32;
+  EXPECT_NE(error_of(bad.dump()).find("presets.a.chip.hbm: expected an object"), std::string::npos)
+      << error_of(bad.dump());
+  // The chip's own HBM bounds its beats: chip.hbm with fewer rows than hbm_beats need.
+  bad = j;
+  bad["presets"]["a"]["chip"]["memory"] = "hbm";
+  bad["presets"]["a"]["chip"]["hbm"]["rows"] = 16;
+  EXPECT_NE(error_of(bad.dump()).find("presets.a.chip.hbm_beats:"), std::string::npos) << error_of(bad.dump());
+}
+
+// The shipped small serves its chip from HBM with its own controller settings (docs/chip.md),
+// and small_model is the same chip on the memory model.
+TEST(Config, ShippedSmallServesItsChipFromHbm) {
+  const tp::Preset small = tp::load_preset("small"), model = tp::load_preset("small_model");
+  EXPECT_EQ(small.chip.memory, "hbm");
+  EXPECT_EQ(model.chip.memory, "model");
+  EXPECT_NE(tp::preset_json(small).find("\"hbm\""), std::string::npos);
+  EXPECT_GT(small.chip.hbm.queue, small.hbm.queue);  // the chip-serving queue is deeper than the tests'
+  EXPECT_EQ(small.mxu.n, model.mxu.n);
+  EXPECT_EQ(small.chip.vmem_rows, model.chip.vmem_rows);
+  EXPECT_EQ(small.chip.hbm_beats, model.chip.hbm_beats);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pods (configs/pods.json)
 
@@ -405,7 +474,8 @@ TEST(ConfigBase, MergedPresetIsValidatedAndNamesWhereAValueCameFrom) {
   EXPECT_EQ(msg, "test.json: presets.a.ici.torus.y: 40 is out of range [1, 32] (inherited from base 'wide')");
   // q is valid (its memory is the model), r puts q's 2^28 beats on HBM: the value is q's.
   msg = error_of(
-      with_bases(R"({"presets": {"a": {"base": "full"}, "q": {"base": "full", "chip": {"hbm_beats": 268435456}},
+      with_bases(
+          R"({"presets": {"a": {"base": "full"}, "q": {"base": "full", "chip": {"memory": "model", "hbm_beats": 268435456}},
                                "r": {"base": "q", "chip": {"memory": "hbm"}}}})")
           .dump());
   EXPECT_NE(msg.find("test.json: presets.r.chip.hbm_beats: 268435456 beats of 4 bursts exceed the HBM"),
