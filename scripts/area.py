@@ -128,7 +128,10 @@ def load_presets():
         base = p.get("base")
         return merge(resolve(base, seen + (name,)), p) if base else p
 
-    return {name: resolve(name) for name in d["presets"]}
+    presets = {name: resolve(name) for name in d["presets"]}
+    for p in presets.values():  # the controllers that serve the chip: chip.hbm over hbm (docs/chip.md)
+        p["chip_hbm"] = merge(p["hbm"], p["chip"].get("hbm", {}))
+    return presets
 
 
 def log2(v):
@@ -136,7 +139,7 @@ def log2(v):
 
 
 def hbm_params(p):
-    h, t = p["hbm"], p["hbm"]["timing"]
+    h, t = p["chip_hbm"], p["chip_hbm"]["timing"]
     out = {"BankGroups": h["bank_groups"], "BanksPerGroup": h["banks_per_group"], "QD": h["queue"], "WQD": h["write_queue"],
            "HiWm": h["write_hi"], "LoWm": h["write_lo"], "StarveLimit": h["starve_limit"], "RowW": log2(h["rows"]), "ColW": log2(h["columns"]),
            "ClosedPage": int(bool(h.get("closed_page"))), "BankLow": int(bool(h.get("bank_interleave")))}
@@ -185,8 +188,8 @@ BLOCKS = {
                 lambda p: p["ici"]["replay_flits"], "n", "one link's sender: replay buffer, go-back-N, CRC"),
     "link_rx": ("tp_ici_link_rx", lambda p: {"FW": flit_bits(p), "V": p["ici"]["vcs"]},
                 lambda p: flit_bits(p), "n", "one link's receiver: CRC check, sequence, credits"),
-    "hbm_ctrl": ("tp_hbm_ctrl", hbm_params, lambda p: p["hbm"]["queue"] + p["hbm"]["write_queue"], "n",
-                 "one HBM pseudo-channel's controller (the chip has channels x pseudo-channels)"),
+    "hbm_ctrl": ("tp_hbm_ctrl", hbm_params, lambda p: p["chip_hbm"]["queue"] + p["chip_hbm"]["write_queue"], "n",
+                 "one of the chip's HBM pseudo-channel controllers (chip.hbm over hbm; the chip has channels x pseudo-channels)"),
 }
 # The blocks too slow to synthesise at large n (the MXU array grows with n^2, the vector unit
 # with its lanes): synthesised up to this n; larger presets' figures come from the block's fit.
@@ -597,7 +600,7 @@ def write(a, results, extrapolated, fits, failures, presets):
 
 
 def hbm_count(p):
-    return p["hbm"].get("channels", 1) * p["hbm"].get("pseudo_channels", 1)
+    return p["chip_hbm"].get("channels", 1) * p["chip_hbm"].get("pseudo_channels", 1)
 
 
 def plot(a, report):
