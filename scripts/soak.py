@@ -34,7 +34,8 @@ JOBS = [
     ("hbm", ["tb/test_hbm_odd"], "Hbm.RandomTrafficObeysTimingAndReturnsTheLastWrite", 1e6),
     ("hbm", ["tb/test_hbm_odd"], "Hbm.EccInjectionCampaignCorrectsEverySingleAndDetectsEveryDouble", 1e6),
     ("hbm_system", ["tb/test_hbm_system"], "HbmSystem.TrafficOverEveryPseudoChannelInOrderPerId", 1e6),
-    ("chip", ["tb/test_chip_small"], "Stalls/ChipRandom.ProgramsMatchTheInterpreter/*", 1e4),
+    ("chip", ["tb/test_chip_small_model"], "Stalls/ChipRandom.ProgramsMatchTheInterpreter/*", 1e4),
+    ("chip", ["tb/test_chip_small"], "Stalls/ChipRandom.ProgramsMatchTheInterpreter/none", 1e4),  # on HBM
     ("chip", ["tb/test_chip_tiny"], "Stalls/ChipRandom.ProgramsMatchTheInterpreter/none", 1e4),
     ("chip", ["tb/test_chip_odd"], "Stalls/ChipRandom.ProgramsMatchTheInterpreter/*", 1e4),
     ("fp", ["tb/test_fp"], "FpUnit.AddMillionRandom:FpUnit.MulEveryExponentPairRandomFractions", 1e8),

@@ -1,5 +1,5 @@
 # The simulation backends of the driver (sw/sim, docs/architecture.md): the Verilated chip at each
-# test preset behind tp::driver::Chip (the RTL backend) and the SystemC pod of Verilated chips
+# preset of TP_CHIP_PRESETS behind tp::driver::Chip (the RTL backend) and the SystemC pod of Verilated chips
 # behind tp::driver::Slice. The tensorpod tool links them from here; the tests in tb/ link the same
 # targets. include()d from sw/CMakeLists.txt: paths are relative to this file.
 
@@ -9,13 +9,13 @@ target_include_directories(tp_sim_util PUBLIC ${CMAKE_CURRENT_LIST_DIR} ${TP_GEN
 target_compile_options(tp_sim_util PRIVATE ${TP_WARNINGS})
 target_link_libraries(tp_sim_util PUBLIC tp_trace tp_config)  # chip_harness.h records traces; TP_WAVES errors
 
-# The chip (rtl/chip) at the test presets: Verilated once per preset, shared by the RTL backend,
+# The chip (rtl/chip) at each preset of TP_CHIP_PRESETS: Verilated once per preset, shared by the RTL backend,
 # the pod, the tensorpod tool and the chip tests.
 foreach(preset ${TP_CHIP_PRESETS})
   tp_chip_model(${preset})
 endforeach()
 
-# The driver's RTL backend per test preset (object libraries: their static registration stays
+# The driver's RTL backend per chip preset (object libraries: their static registration stays
 # linked).
 set(TP_RTL_BACKENDS "")
 foreach(preset ${TP_CHIP_PRESETS})
@@ -27,7 +27,7 @@ foreach(preset ${TP_CHIP_PRESETS})
   list(APPEND TP_RTL_BACKENDS tp_rtl_backend_${preset})
 endforeach()
 
-# The SystemC pod: the RTL backend of the slice driver per test preset (object libraries,
+# The SystemC pod: the RTL backend of the slice driver per chip preset (object libraries,
 # registered from static initializers), with the preset's router model for golden chips in mixed
 # pods. Debian's SystemC 2.3.4 is built as C++17: C++20 code must say so (SC_CPLUSPLUS).
 find_library(TP_SYSTEMC_LIB systemc REQUIRED)

@@ -1062,11 +1062,14 @@ int cmd_train(const TrainOptions& o) {
 // ---- tensorpod presets ----
 
 int cmd_presets() {
-  fmt::print("{:<8} {:>5} {:>10} {:>9} {:>10} {:>12} {:>7} {:>9}  {}\n", "preset", "n", "VMEM rows", "acc rows", "IMEM",
-             "HBM beats", "memory", "MHz", "description");
-  for (const auto& p : tp::load_presets())
-    fmt::print("{:<8} {:>5} {:>10} {:>9} {:>10} {:>12} {:>7} {:>9.0f}  {} (peak {} MAC/cycle, {:.3g} TFLOP/s)\n",
-               p.name, p.mxu.n, p.chip.vmem_rows, p.mxu.acc_rows, p.chip.imem_words, p.chip.hbm_beats, p.chip.memory,
+  const auto presets = tp::load_presets();
+  std::size_t w = 8;  // the name column: as wide as the longest name
+  for (const auto& p : presets) w = std::max(w, p.name.size());
+  fmt::print("{:<{}} {:>5} {:>10} {:>9} {:>10} {:>12} {:>7} {:>9}  {}\n", "preset", w, "n", "VMEM rows", "acc rows",
+             "IMEM", "HBM beats", "memory", "MHz", "description");
+  for (const auto& p : presets)
+    fmt::print("{:<{}} {:>5} {:>10} {:>9} {:>10} {:>12} {:>7} {:>9.0f}  {} (peak {} MAC/cycle, {:.3g} TFLOP/s)\n",
+               p.name, w, p.mxu.n, p.chip.vmem_rows, p.mxu.acc_rows, p.chip.imem_words, p.chip.hbm_beats, p.chip.memory,
                p.clock_mhz, p.description, uint64_t{p.mxu.n} * p.mxu.n, 2.0 * p.mxu.n * p.mxu.n * p.clock_mhz / 1e6);
   fmt::print("(configs/presets.json, or the file TENSORPOD_CONFIG names; the default preset is '{}')\n",
              tp::load_preset("").name);
