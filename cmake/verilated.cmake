@@ -102,15 +102,23 @@ function(tp_mxu_array_model preset)
               SOURCES ${TP_RTL_MXU} PARAMS -GN=${n} -GTagW=17)
 endfunction()
 
-# The ICI router with given parameters: rtl_ici_<tag> (class Vici_<tag>), tag v<V>b<B>f<F>r<R>.
+# The ICI router with given parameters: rtl_ici_<tag> (class Vici_<tag>), tag v<V>b<B>f<F>r<R>,
+# with CLASS_CHOICE v<V>b<B>f<F>r<R>cc.
 function(tp_ici_model vcs buf flit replay out_tag)
+  cmake_parse_arguments(A "CLASS_CHOICE" "" "" ${ARGN})
   set(tag v${vcs}b${buf}f${flit}r${replay})
+  set(cc 0)
+  if(A_CLASS_CHOICE)
+    set(tag ${tag}cc)
+    set(cc 1)
+  endif()
   set(${out_tag} ${tag} PARENT_SCOPE)
   if(TARGET rtl_ici_${tag})
     return()
   endif()
   tp_verilate(rtl_ici_${tag} TOP tp_ici_router PREFIX Vici_${tag} SOURCES ${TP_RTL_ICI}
-              PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} ARGS ${TP_VERILATOR_ARGS_ICI})
+              PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=${cc}
+              ARGS ${TP_VERILATOR_ARGS_ICI})
 endfunction()
 
 # The router parameters of a preset.
@@ -307,6 +315,8 @@ function(tp_lint_target)
     tp_preset_get(replay ${preset} ici replay_flits)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
+         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1)
     tp_hbm_params(${preset} hbm_params)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} --top-module tp_hbm_ctrl ${hbm_params})
     tp_preset_get(ch ${preset} hbm channels)

@@ -7,7 +7,8 @@
 // - Deadlock freedom on the rings: dateline VCs. VCs are split into two classes of L = V/2
 //   lanes; a packet enters each dimension in class 0 and moves to class 1 when it crosses that
 //   dimension's wrap-around link. A packet keeps its lane (injection VC) end to end, so packets
-//   of one source, destination and lane stay in order.
+//   of one source, destination and lane stay in order. With ClassChoice, a packet that does not
+//   cross a dimension's dateline enters it in the class of its entry coordinate's parity.
 // - Allocation, round-robin throughout: VC allocation per output VC (each input VC asks for
 //   exactly one output VC: its lane in the class the dateline rule gives), then separable
 //   input-first switch allocation. A head flit that wins its output VC may win the switch in
@@ -22,6 +23,9 @@ module tp_ici_router
   parameter int unsigned B     = 8,   // flits per VC buffer
   parameter int unsigned FlitW = 64,  // data bits per flit
   parameter int unsigned R     = 16,  // link replay buffer depth
+  parameter int unsigned ClassChoice = 0,  // 1: on a ring whose dateline it does not cross, a
+                                           // packet takes the class of its entry coordinate's
+                                           // parity (see the route)
   localparam int unsigned VW   = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned FW   = 2 + VW + 4 * CW + HOPW + FlitW,
   localparam int unsigned LW   = FW + SEQW + CRCW,
@@ -289,11 +293,18 @@ module tp_ici_router
           step = ring_step(my_x_i, dx, kx_i, slice_w_i == kx_i);
           rc_port[p][v] = step[1] ? 3'(P_E) : 3'(P_W);
           // Same dimension as the way in: keep the class, unless crossing the dateline now.
-          cls = ((p == P_E) || (p == P_W)) ? (v >= L) : 1'b0;
+          // Entering it: class 0; with ClassChoice, a packet whose way along this ring does not
+          // cross the dateline takes the class of this coordinate's parity (a fixed split of
+          // such flows between the classes; it keeps them in order).
+          if ((p == P_E) || (p == P_W)) cls = (v >= L);
+          else cls = (ClassChoice != 0) && my_x_i[0] &&
+                     !((slice_w_i == kx_i) && (step[1] ? (dx < my_x_i) : (dx > my_x_i)));
         end else if (dy != my_y_i) begin
           step = ring_step(my_y_i, dy, ky_i, slice_h_i == ky_i);
           rc_port[p][v] = step[1] ? 3'(P_N) : 3'(P_S);
-          cls = ((p == P_N) || (p == P_S)) ? (v >= L) : 1'b0;
+          if ((p == P_N) || (p == P_S)) cls = (v >= L);
+          else cls = (ClassChoice != 0) && my_y_i[0] &&
+                     !((slice_h_i == ky_i) && (step[1] ? (dy < my_y_i) : (dy > my_y_i)));
         end else begin
           rc_port[p][v] = 3'(P_L);
         end
