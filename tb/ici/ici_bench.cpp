@@ -130,8 +130,8 @@ int main(int argc, char** argv) {
       tp::IciConfig cfg = var.contains("preset") ? tp::load_preset(var["preset"].get<std::string>()).ici : base.ici;
       if (var.contains("vcs")) cfg.vcs = var["vcs"];
       if (var.contains("buf_flits")) cfg.buf_flits = var["buf_flits"];
-      if (cfg.vcs != TP_ICI_V || cfg.buf_flits != TP_ICI_B || cfg.flit_bits != TP_ICI_F || cfg.replay_flits != TP_ICI_R ||
-          var.value("class_choice", false) != (TP_ICI_CLASS_CHOICE != 0))
+      if (cfg.vcs != TP_ICI_V || cfg.buf_flits != TP_ICI_B || cfg.flit_bits != TP_ICI_F ||
+          cfg.replay_flits != TP_ICI_R || var.value("class_choice", false) != (TP_ICI_CLASS_CHOICE != 0))
         continue;  // another binary's router
       ++ran;
       const bool by_source = lanes == "by-source";
