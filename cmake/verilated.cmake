@@ -103,11 +103,16 @@ function(tp_mxu_array_model preset)
 endfunction()
 
 # The ICI router with given parameters: rtl_ici_<tag> (class Vici_<tag>), tag v<V>b<B>f<F>r<R>,
-# with CLASS_CHOICE v<V>b<B>f<F>r<R>cc.
+# with SA_ITERS2 (two switch-allocation iterations) the suffix s2, with CLASS_CHOICE cc.
 function(tp_ici_model vcs buf flit replay out_tag)
-  cmake_parse_arguments(A "CLASS_CHOICE" "" "" ${ARGN})
+  cmake_parse_arguments(A "CLASS_CHOICE;SA_ITERS2" "" "" ${ARGN})
   set(tag v${vcs}b${buf}f${flit}r${replay})
   set(cc 0)
+  set(sa 1)
+  if(A_SA_ITERS2)
+    set(tag ${tag}s2)
+    set(sa 2)
+  endif()
   if(A_CLASS_CHOICE)
     set(tag ${tag}cc)
     set(cc 1)
@@ -117,7 +122,7 @@ function(tp_ici_model vcs buf flit replay out_tag)
     return()
   endif()
   tp_verilate(rtl_ici_${tag} TOP tp_ici_router PREFIX Vici_${tag} SOURCES ${TP_RTL_ICI}
-              PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=${cc}
+              PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=${cc} -GSaIters=${sa}
               ARGS ${TP_VERILATOR_ARGS_ICI})
 endfunction()
 
@@ -316,7 +321,7 @@ function(tp_lint_target)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
-         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1)
+         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1 -GSaIters=2)
     tp_hbm_params(${preset} hbm_params)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} --top-module tp_hbm_ctrl ${hbm_params})
     tp_preset_get(ch ${preset} hbm channels)

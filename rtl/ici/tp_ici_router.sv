@@ -23,6 +23,7 @@ module tp_ici_router
   parameter int unsigned B     = 8,   // flits per VC buffer
   parameter int unsigned FlitW = 64,  // data bits per flit
   parameter int unsigned R     = 16,  // link replay buffer depth
+  parameter int unsigned SaIters = 1,  // switch allocation iterations (1 or 2)
   parameter int unsigned ClassChoice = 0,  // 1: on a ring whose dateline it does not cross, a
                                            // packet takes the class of its entry coordinate's
                                            // parity (see the route)
@@ -425,6 +426,52 @@ module tp_ici_router
     );
   end
 
+  // SaIters = 2: a second iteration (as iSLIP's) matches the inputs that lost the first to the
+  // outputs left free, without moving the arbiters' pointers: each such input offers its next
+  // requesting VC whose output is free, after the one it offered first; each free output takes
+  // the first such input after a rotating start.
+  logic [2:0]    rot_q;
+  logic          r2_gv1 [NPORTS];
+  logic [VW-1:0] r2_gi1 [NPORTS];
+  logic          r2_gv2 [NPORTS];
+  logic [2:0]    r2_gi2 [NPORTS];
+  always_comb begin
+    logic [VW-1:0] c;
+    logic [2:0]    q;
+    c = '0;
+    q = '0;
+    for (int p = 0; p < NPORTS; p++) begin
+      r2_gv1[p] = 1'b0;
+      r2_gi1[p] = '0;
+      if ((SaIters > 1) && sa1_gv[p] && !sa1_won[p]) begin
+        for (int k = V - 1; k >= 1; k--) begin
+          c = VW'((32'(sa1_gi[p]) + k) % V);
+          if (sa1_req[p][c] && !sa2_gv[eff_port[p][c]]) begin
+            r2_gv1[p] = 1'b1;
+            r2_gi1[p] = c;
+          end
+        end
+      end
+    end
+    for (int o = 0; o < NPORTS; o++) begin
+      r2_gv2[o] = 1'b0;
+      r2_gi2[o] = '0;
+      if (!sa2_gv[o]) begin
+        for (int k = NPORTS - 1; k >= 0; k--) begin
+          q = 3'((32'(rot_q) + k) % NPORTS);
+          if (r2_gv1[q] && (eff_port[q][r2_gi1[q]] == 3'(o))) begin
+            r2_gv2[o] = 1'b1;
+            r2_gi2[o] = q;
+          end
+        end
+      end
+    end
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) rot_q <= '0;
+    else rot_q <= (rot_q == 3'(NPORTS - 1)) ? '0 : rot_q + 1'b1;
+  end
+
   // Switch traversal: the winning flit of each output port, with its new VC and hop count.
   logic          out_valid [NPORTS];
   flit_t         out_flit  [NPORTS];
@@ -436,9 +483,9 @@ module tp_ici_router
     for (int o = 0; o < NPORTS; o++) begin
       out_valid[o] = 1'b0;
       out_flit[o]  = '0;
-      st_p[o]      = sa2_gi[o];
-      st_v[o]      = sa1_gi[sa2_gi[o]];
-      if (sa2_gv[o]) begin
+      st_p[o]      = sa2_gv[o] ? sa2_gi[o] : r2_gi2[o];
+      st_v[o]      = sa2_gv[o] ? sa1_gi[sa2_gi[o]] : r2_gi1[r2_gi2[o]];
+      if (sa2_gv[o] || r2_gv2[o]) begin
         out_valid[o]   = 1'b1;
         out_flit[o]    = front[st_p[o]][st_v[o]];
         out_flit[o].vc = eff_vc[st_p[o]][st_v[o]];

@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
       if (var.contains("vcs")) cfg.vcs = var["vcs"];
       if (var.contains("buf_flits")) cfg.buf_flits = var["buf_flits"];
       if (cfg.vcs != TP_ICI_V || cfg.buf_flits != TP_ICI_B || cfg.flit_bits != TP_ICI_F ||
-          cfg.replay_flits != TP_ICI_R || var.value("class_choice", false) != (TP_ICI_CLASS_CHOICE != 0))
+          cfg.replay_flits != TP_ICI_R || var.value("class_choice", false) != (TP_ICI_CLASS_CHOICE != 0) ||
+          var.value("sa_iters", 1u) != unsigned{TP_ICI_SA_ITERS})
         continue;  // another binary's router
       ++ran;
       const bool by_source = lanes == "by-source";
