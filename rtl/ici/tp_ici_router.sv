@@ -23,7 +23,7 @@ module tp_ici_router
   parameter int unsigned B     = 8,   // flits per VC buffer
   parameter int unsigned FlitW = 64,  // data bits per flit
   parameter int unsigned R     = 16,  // link replay buffer depth
-  parameter int unsigned SaIters = 1,  // switch allocation iterations (1 or 2)
+  parameter int unsigned SaIters = 1,  // switch allocation iterations (at least 1)
   parameter int unsigned ClassChoice = 0,  // 1: on a ring whose dateline it does not cross, a
                                            // packet takes the class of its entry coordinate's
                                            // parity (see the route)
@@ -426,42 +426,56 @@ module tp_ici_router
     );
   end
 
-  // SaIters = 2: a second iteration (as iSLIP's) matches the inputs that lost the first to the
-  // outputs left free, without moving the arbiters' pointers: each such input offers its next
-  // requesting VC whose output is free, after the one it offered first; each free output takes
-  // the first such input after a rotating start.
+  // SaIters > 1: more iterations (as iSLIP's) match the inputs left unmatched to the outputs left
+  // free, without moving the arbiters' pointers: each such input offers its next requesting VC
+  // whose output is still free, after the one it offered first; each free output takes the first
+  // such input after a start that rotates every cycle.
   logic [2:0]    rot_q;
-  logic          r2_gv1 [NPORTS];
-  logic [VW-1:0] r2_gi1 [NPORTS];
-  logic          r2_gv2 [NPORTS];
-  logic [2:0]    r2_gi2 [NPORTS];
+  logic          m_in  [NPORTS];  // input port matched: its VC
+  logic [VW-1:0] m_v   [NPORTS];
+  logic          m_out [NPORTS];  // output port matched: its input port
+  logic [2:0]    m_p   [NPORTS];
   always_comb begin
+    logic          off [NPORTS];
+    logic [VW-1:0] off_v [NPORTS];
     logic [VW-1:0] c;
     logic [2:0]    q;
     c = '0;
     q = '0;
     for (int p = 0; p < NPORTS; p++) begin
-      r2_gv1[p] = 1'b0;
-      r2_gi1[p] = '0;
-      if ((SaIters > 1) && sa1_gv[p] && !sa1_won[p]) begin
-        for (int k = V - 1; k >= 1; k--) begin
-          c = VW'((32'(sa1_gi[p]) + k) % V);
-          if (sa1_req[p][c] && !sa2_gv[eff_port[p][c]]) begin
-            r2_gv1[p] = 1'b1;
-            r2_gi1[p] = c;
+      m_in[p] = sa1_won[p];
+      m_v[p]  = sa1_gi[p];
+      m_out[p] = sa2_gv[p];
+      m_p[p]   = sa2_gi[p];
+      off[p]   = 1'b0;
+      off_v[p] = '0;
+    end
+    for (int it = 1; it < SaIters; it++) begin
+      for (int p = 0; p < NPORTS; p++) begin
+        off[p]   = 1'b0;
+        off_v[p] = '0;
+        if (sa1_gv[p] && !m_in[p]) begin
+          for (int k = V - 1; k >= 1; k--) begin
+            c = VW'((32'(sa1_gi[p]) + k) % V);
+            if (sa1_req[p][c] && !m_out[eff_port[p][c]]) begin
+              off[p]   = 1'b1;
+              off_v[p] = c;
+            end
           end
         end
       end
-    end
-    for (int o = 0; o < NPORTS; o++) begin
-      r2_gv2[o] = 1'b0;
-      r2_gi2[o] = '0;
-      if (!sa2_gv[o]) begin
-        for (int k = NPORTS - 1; k >= 0; k--) begin
-          q = 3'((32'(rot_q) + k) % NPORTS);
-          if (r2_gv1[q] && (eff_port[q][r2_gi1[q]] == 3'(o))) begin
-            r2_gv2[o] = 1'b1;
-            r2_gi2[o] = q;
+      for (int o = 0; o < NPORTS; o++) begin
+        if (!m_out[o]) begin
+          for (int k = NPORTS - 1; k >= 0; k--) begin
+            q = 3'((32'(rot_q) + k) % NPORTS);
+            if (off[q] && (eff_port[q][off_v[q]] == 3'(o))) m_p[o] = q;
+          end
+          for (int p = 0; p < NPORTS; p++) begin
+            if (off[p] && (eff_port[p][off_v[p]] == 3'(o)) && (m_p[o] == 3'(p))) begin
+              m_out[o] = 1'b1;
+              m_in[p]  = 1'b1;
+              m_v[p]   = off_v[p];
+            end
           end
         end
       end
@@ -483,9 +497,9 @@ module tp_ici_router
     for (int o = 0; o < NPORTS; o++) begin
       out_valid[o] = 1'b0;
       out_flit[o]  = '0;
-      st_p[o]      = sa2_gv[o] ? sa2_gi[o] : r2_gi2[o];
-      st_v[o]      = sa2_gv[o] ? sa1_gi[sa2_gi[o]] : r2_gi1[r2_gi2[o]];
-      if (sa2_gv[o] || r2_gv2[o]) begin
+      st_p[o]      = m_p[o];
+      st_v[o]      = m_v[m_p[o]];
+      if (m_out[o]) begin
         out_valid[o]   = 1'b1;
         out_flit[o]    = front[st_p[o]][st_v[o]];
         out_flit[o].vc = eff_vc[st_p[o]][st_v[o]];
