@@ -439,9 +439,12 @@ module tp_ici_router
     logic          off [NPORTS];
     logic [VW-1:0] off_v [NPORTS];
     logic [VW-1:0] c;
-    logic [2:0]    q;
-    c = '0;
-    q = '0;
+    logic [2:0]    q, qs;
+    logic          hit;
+    c   = '0;
+    q   = '0;
+    qs  = '0;
+    hit = 1'b0;
     for (int p = 0; p < NPORTS; p++) begin
       m_in[p] = sa1_won[p];
       m_v[p]  = sa1_gi[p];
@@ -466,16 +469,20 @@ module tp_ici_router
       end
       for (int o = 0; o < NPORTS; o++) begin
         if (!m_out[o]) begin
+          hit = 1'b0;
+          qs  = '0;
           for (int k = NPORTS - 1; k >= 0; k--) begin
             q = 3'((32'(rot_q) + k) % NPORTS);
-            if (off[q] && (eff_port[q][off_v[q]] == 3'(o))) m_p[o] = q;
-          end
-          for (int p = 0; p < NPORTS; p++) begin
-            if (off[p] && (eff_port[p][off_v[p]] == 3'(o)) && (m_p[o] == 3'(p))) begin
-              m_out[o] = 1'b1;
-              m_in[p]  = 1'b1;
-              m_v[p]   = off_v[p];
+            if (off[q] && (eff_port[q][off_v[q]] == 3'(o))) begin
+              hit = 1'b1;
+              qs  = q;
             end
+          end
+          if (hit) begin
+            m_out[o] = 1'b1;
+            m_p[o]   = qs;
+            m_in[qs] = 1'b1;
+            m_v[qs]  = off_v[qs];
           end
         end
       end
