@@ -12,7 +12,9 @@
 // - Allocation, round-robin throughout: VC allocation per output VC (each input VC asks for
 //   exactly one output VC: its lane in the class the dateline rule gives), then separable
 //   input-first switch allocation. A head flit that wins its output VC may win the switch in
-//   the same cycle, so every flit spends one cycle in the router plus the link latency.
+//   the same cycle, so every flit spends one cycle in the router plus the link latency. With
+//   SaIters > 1, further iterations may send a VC's second flit (a one-flit packet for another
+//   port) before its front, and the local port files packets by first output port.
 // - Links: tp_ici_link_tx/rx add sequence numbers and CRC and retransmit (go-back-N).
 // - Slices: the local port refuses a packet whose destination lies outside this chip's slice
 //   (counted, pulsed on refused_o); nothing is injected across a slice boundary.
@@ -108,6 +110,8 @@ module tp_ici_router
   logic          wr_valid [NPORTS];
   flit_t         wr_flit  [NPORTS];
   logic [V-1:0]  pop      [NPORTS];  // input VC buffer pops this cycle
+  logic [V-1:0]  pop2     [NPORTS];  // ... of the second flit, not the front
+  logic [VW-1:0] wr_vc    [NPORTS];  // the input buffer a flit is written into
 
   for (genvar p = 0; p < 4; p++) begin : gen_rx
     logic [FW-1:0] flit;
@@ -124,6 +128,7 @@ module tp_ici_router
       .cnt_dropped_o (cnt_dropped_o[p])
     );
     assign wr_flit[p] = flit_t'(flit);
+    assign wr_vc[p]   = wr_flit[p].vc;
   end
 
   // Injection: a small FIFO (so inj_ready_o comes from a flop), then the slice check.
@@ -179,6 +184,11 @@ module tp_ici_router
   // a packet still starts a new one. Both are flagged on err_inj_o, as is a head on a VC >= V/2.
   logic          inpkt_q, inpkt_d, stray, head_err;
   logic [VW-1:0] pkt_vc_q, pkt_vc_d;
+  logic [VW-1:0] pkt_buf_q, pkt_buf_d;  // the local input buffer the packet goes into
+  logic [VW-1:0] inj_buf;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [3+VW-1:0] inj_route;  // only its port is used
+  /* verilator lint_on UNUSEDSIGNAL */
   logic          drop_body;  // inside a refused packet: drop until its tail
 
   always_comb begin
@@ -193,6 +203,16 @@ module tp_ici_router
     dropping_d    = dropping_q;
     inpkt_d       = inpkt_q;
     pkt_vc_d      = pkt_vc_q;
+    pkt_buf_d     = pkt_buf_q;
+    // The local port's buffers are split by the packet's first output port (port mod V), not by
+    // lane: a packet waiting for one link never blocks one for another behind it. Packets of one
+    // flow leave by the same port, so they stay in order.
+    inj_route = route(P_L, 32'(inj_flit.vc), inj_flit.dst_x, inj_flit.dst_y);
+    // (With SaIters > 1; with one iteration a packet goes into the buffer of its lane.)
+    if (!inj_flit.head) inj_buf = pkt_buf_q;
+    else if (SaIters > 1) inj_buf = VW'(32'(inj_route[3+VW-1:VW]) % V);
+    else inj_buf = inj_flit.vc;
+    wr_vc[P_L] = inj_buf;
     if (inj_valid && inj_flit.head) begin
       dropping_d = 1'b0;  // a head ends whatever came before
       inpkt_d    = 1'b0;
@@ -202,12 +222,13 @@ module tp_ici_router
         inj_pop = 1'b1;  // drop the flit
         if (refuse) dropping_d = !inj_flit.tail;
         else if (drop_body && inj_flit.tail) dropping_d = 1'b0;
-      end else if (count_q[P_L][inj_flit.vc] < BW'(B)) begin
+      end else if (count_q[P_L][inj_buf] < BW'(B)) begin
         inj_pop       = 1'b1;
         wr_valid[P_L] = 1'b1;
         if (inj_flit.head) begin
           inpkt_d  = !inj_flit.tail;
-          pkt_vc_d = inj_flit.vc;
+          pkt_vc_d  = inj_flit.vc;
+          pkt_buf_d = inj_buf;
         end else if (inj_flit.tail) begin
           inpkt_d = 1'b0;
         end
@@ -226,7 +247,9 @@ module tp_ici_router
 
   always_ff @(posedge clk_i) begin
     for (int p = 0; p < NPORTS; p++) begin
-      if (wr_valid[p]) mem_q[p][wr_flit[p].vc][wr_q[p][wr_flit[p].vc]] <= wr_flit[p];
+      if (wr_valid[p]) mem_q[p][wr_vc[p]][wr_q[p][wr_vc[p]]] <= wr_flit[p];
+      // The second flit left: the front moves into its slot, and the read pointer past it.
+      for (int v = 0; v < V; v++) if (pop2[p][v]) mem_q[p][v][incr(rd_q[p][v])] <= front[p][v];
     end
   end
 
@@ -247,7 +270,7 @@ module tp_ici_router
       for (int p = 0; p < NPORTS; p++) begin
         for (int v = 0; v < V; v++) begin
           logic w;
-          w = wr_valid[p] && (wr_flit[p].vc == VW'(v));
+          w = wr_valid[p] && (wr_vc[p] == VW'(v));
           if (w) wr_q[p][v] <= incr(wr_q[p][v]);
           if (pop[p][v]) rd_q[p][v] <= incr(rd_q[p][v]);
           count_q[p][v] <= count_q[p][v] + BW'(w) - BW'(pop[p][v]);
@@ -278,39 +301,53 @@ module tp_ici_router
     return {pos, wraps};
   endfunction
 
+  // The output port and VC of a head flit in input VC v of port p: {port, vc}.
+  function automatic logic [3+VW-1:0] route(input int p, input int v, input logic [CW-1:0] dx,
+                                            input logic [CW-1:0] dy);
+    logic [1:0]    step;
+    logic          cls;
+    logic [VW-1:0] lane;
+    logic [2:0]    port;
+    lane = VW'(v % L);
+    cls  = 1'b0;
+    step = 2'b00;
+    if (dx != my_x_i) begin
+      step = ring_step(my_x_i, dx, kx_i, slice_w_i == kx_i);
+      port = step[1] ? 3'(P_E) : 3'(P_W);
+      // Same dimension as the way in: keep the class, unless crossing the dateline now.
+      // Entering it: class 0; with ClassChoice, a packet whose way along this ring does not
+      // cross the dateline takes the class of this coordinate's parity (a fixed split of
+      // such flows between the classes; it keeps them in order).
+      if ((p == P_E) || (p == P_W)) cls = (v >= L);
+      else cls = (ClassChoice != 0) && my_x_i[0] &&
+                 !((slice_w_i == kx_i) && (step[1] ? (dx < my_x_i) : (dx > my_x_i)));
+    end else if (dy != my_y_i) begin
+      step = ring_step(my_y_i, dy, ky_i, slice_h_i == ky_i);
+      port = step[1] ? 3'(P_N) : 3'(P_S);
+      if ((p == P_N) || (p == P_S)) cls = (v >= L);
+      else cls = (ClassChoice != 0) && my_y_i[0] &&
+                 !((slice_h_i == ky_i) && (step[1] ? (dy < my_y_i) : (dy > my_y_i)));
+    end else begin
+      port = 3'(P_L);
+    end
+    if (step[0]) cls = 1'b1;
+    return {port, cls ? lane + VW'(L) : lane};
+  endfunction
+
+  // The second flit of each input VC, when it is a one-flit packet (Bypass): it may leave
+  // before the front flit if it goes to another output port (so it belongs to another flow).
+  flit_t         second [NPORTS][V];
+  logic [2:0]    rc2_port [NPORTS][V];
+  logic [VW-1:0] rc2_vc   [NPORTS][V];
   always_comb begin
     for (int p = 0; p < NPORTS; p++) begin
       for (int v = 0; v < V; v++) begin
-        logic [CW-1:0] dx, dy;
-        logic [1:0]    step;
-        logic          cls;
-        logic [VW-1:0] lane;
-        dx   = front[p][v].dst_x;
-        dy   = front[p][v].dst_y;
-        lane = VW'(v % L);
-        cls  = 1'b0;
-        step = 2'b00;
-        if (dx != my_x_i) begin
-          step = ring_step(my_x_i, dx, kx_i, slice_w_i == kx_i);
-          rc_port[p][v] = step[1] ? 3'(P_E) : 3'(P_W);
-          // Same dimension as the way in: keep the class, unless crossing the dateline now.
-          // Entering it: class 0; with ClassChoice, a packet whose way along this ring does not
-          // cross the dateline takes the class of this coordinate's parity (a fixed split of
-          // such flows between the classes; it keeps them in order).
-          if ((p == P_E) || (p == P_W)) cls = (v >= L);
-          else cls = (ClassChoice != 0) && my_x_i[0] &&
-                     !((slice_w_i == kx_i) && (step[1] ? (dx < my_x_i) : (dx > my_x_i)));
-        end else if (dy != my_y_i) begin
-          step = ring_step(my_y_i, dy, ky_i, slice_h_i == ky_i);
-          rc_port[p][v] = step[1] ? 3'(P_N) : 3'(P_S);
-          if ((p == P_N) || (p == P_S)) cls = (v >= L);
-          else cls = (ClassChoice != 0) && my_y_i[0] &&
-                     !((slice_h_i == ky_i) && (step[1] ? (dy < my_y_i) : (dy > my_y_i)));
-        end else begin
-          rc_port[p][v] = 3'(P_L);
-        end
-        if (step[0]) cls = 1'b1;
-        rc_vc[p][v] = cls ? lane + VW'(L) : lane;
+        // At the local port the lane is in the flit (its buffers are not lanes with SaIters > 1).
+        {rc_port[p][v], rc_vc[p][v]} = route(p, (p == P_L) ? 32'(front[p][v].vc) : v,
+                                             front[p][v].dst_x, front[p][v].dst_y);
+        second[p][v] = mem_q[p][v][incr(rd_q[p][v])];
+        {rc2_port[p][v], rc2_vc[p][v]} = route(p, (p == P_L) ? 32'(second[p][v].vc) : v,
+                                               second[p][v].dst_x, second[p][v].dst_y);
       end
     end
   end
@@ -435,9 +472,22 @@ module tp_ici_router
   logic [VW-1:0] m_v   [NPORTS];
   logic          m_out [NPORTS];  // output port matched: its input port
   logic [2:0]    m_p   [NPORTS];
+  logic          m_s   [NPORTS];  // input port matched with its VC's second flit
+  logic [V-1:0]  byp   [NPORTS];  // the second flit of the VC may bypass the front
+  always_comb begin
+    for (int p = 0; p < NPORTS; p++) begin
+      for (int v = 0; v < V; v++) begin
+        byp[p][v] = (SaIters > 1) && (count_q[p][v] >= BW'(2)) && second[p][v].head &&
+                    second[p][v].tail && (rc2_port[p][v] != eff_port[p][v]) &&
+                    !busy_q[rc2_port[p][v]][rc2_vc[p][v]] && !va_gv[rc2_port[p][v]][rc2_vc[p][v]] &&
+                    out_ready[rc2_port[p][v]] && credit_ok[rc2_port[p][v]][rc2_vc[p][v]];
+      end
+    end
+  end
   always_comb begin
     logic          off [NPORTS];
     logic [VW-1:0] off_v [NPORTS];
+    logic          off_s [NPORTS];
     logic [VW-1:0] c;
     logic [2:0]    q, qs;
     logic          hit;
@@ -450,19 +500,27 @@ module tp_ici_router
       m_v[p]  = sa1_gi[p];
       m_out[p] = sa2_gv[p];
       m_p[p]   = sa2_gi[p];
+      m_s[p]   = 1'b0;
       off[p]   = 1'b0;
       off_v[p] = '0;
+      off_s[p] = 1'b0;
     end
     for (int it = 1; it < SaIters; it++) begin
       for (int p = 0; p < NPORTS; p++) begin
         off[p]   = 1'b0;
         off_v[p] = '0;
-        if (sa1_gv[p] && !m_in[p]) begin
-          for (int k = V - 1; k >= 1; k--) begin
+        off_s[p] = 1'b0;
+        if (!m_in[p]) begin
+          for (int k = V - 1; k >= 0; k--) begin
             c = VW'((32'(sa1_gi[p]) + k) % V);
             if (sa1_req[p][c] && !m_out[eff_port[p][c]]) begin
               off[p]   = 1'b1;
               off_v[p] = c;
+              off_s[p] = 1'b0;
+            end else if (byp[p][c] && !m_out[rc2_port[p][c]]) begin
+              off[p]   = 1'b1;
+              off_v[p] = c;
+              off_s[p] = 1'b1;
             end
           end
         end
@@ -473,7 +531,8 @@ module tp_ici_router
           qs  = '0;
           for (int k = NPORTS - 1; k >= 0; k--) begin
             q = 3'((32'(rot_q) + k) % NPORTS);
-            if (off[q] && (eff_port[q][off_v[q]] == 3'(o))) begin
+            if (off[q] &&
+                ((off_s[q] ? rc2_port[q][off_v[q]] : eff_port[q][off_v[q]]) == 3'(o))) begin
               hit = 1'b1;
               qs  = q;
             end
@@ -483,6 +542,7 @@ module tp_ici_router
             m_p[o]   = qs;
             m_in[qs] = 1'b1;
             m_v[qs]  = off_v[qs];
+            m_s[qs]  = off_s[qs];
           end
         end
       end
@@ -500,13 +560,23 @@ module tp_ici_router
   logic [VW-1:0] st_v      [NPORTS];
 
   always_comb begin
-    for (int p = 0; p < NPORTS; p++) pop[p] = '0;
+    for (int p = 0; p < NPORTS; p++) begin
+      pop[p]  = '0;
+      pop2[p] = '0;
+    end
     for (int o = 0; o < NPORTS; o++) begin
       out_valid[o] = 1'b0;
       out_flit[o]  = '0;
       st_p[o]      = m_p[o];
       st_v[o]      = m_v[m_p[o]];
-      if (m_out[o]) begin
+      if (m_out[o] && m_s[st_p[o]]) begin
+        out_valid[o]   = 1'b1;
+        out_flit[o]    = second[st_p[o]][st_v[o]];
+        out_flit[o].vc = rc2_vc[st_p[o]][st_v[o]];
+        if (o != P_L) out_flit[o].hops = out_flit[o].hops + 1'b1;
+        pop[st_p[o]][st_v[o]]  = 1'b1;
+        pop2[st_p[o]][st_v[o]] = 1'b1;
+      end else if (m_out[o]) begin
         out_valid[o]   = 1'b1;
         out_flit[o]    = front[st_p[o]][st_v[o]];
         out_flit[o].vc = eff_vc[st_p[o]][st_v[o]];
@@ -543,7 +613,7 @@ module tp_ici_router
       // assignment comes last, so it wins over the allocation above).
       for (int p = 0; p < NPORTS; p++) begin
         for (int v = 0; v < V; v++) begin
-          if (pop[p][v] && front[p][v].tail) begin
+          if (pop[p][v] && !pop2[p][v] && front[p][v].tail) begin
             act_q[p][v] <= 1'b0;
             busy_q[eff_port[p][v]][eff_vc[p][v]] <= 1'b0;
           end
@@ -605,6 +675,7 @@ module tp_ici_router
       err_inj_q   <= 1'b0;
       inpkt_q     <= 1'b0;
       pkt_vc_q    <= '0;
+      pkt_buf_q   <= '0;
       dropping_q  <= 1'b0;
       err_slice_q <= 1'b0;
     end else begin
@@ -616,6 +687,7 @@ module tp_ici_router
       err_inj_q  <= err_inj_q || (refuse && bad_vc) || stray || head_err;
       inpkt_q    <= inpkt_d;
       pkt_vc_q   <= pkt_vc_d;
+      pkt_buf_q  <= pkt_buf_d;
       dropping_q <= dropping_d;
       for (int p = 0; p < 4; p++) begin
         if (wr_valid[p] && wr_flit[p].head &&
@@ -642,7 +714,7 @@ module tp_ici_router
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
       for (int p = 0; p < 4; p++) begin
-        a_room: assert (!wr_valid[p] || count_q[p][wr_flit[p].vc] < BW'(B))
+        a_room: assert (!wr_valid[p] || count_q[p][wr_vc[p]] < BW'(B))
           else $error("tp_ici_router (%0d,%0d): flit for a full VC buffer on port %0d", my_x_i, my_y_i, p);
       end
     end
