@@ -19,6 +19,8 @@ module tp_chip
   parameter int unsigned IciBuf    = 4,
   parameter int unsigned IciFlitW  = 32,
   parameter int unsigned IciReplay = 16,
+  parameter int unsigned IciSaIters = 1,      // the router's SaIters and ClassChoice (docs/ici.md)
+  parameter int unsigned IciClassChoice = 0,
   localparam int unsigned W        = N * 32,
   localparam int unsigned IVW      = (IciVcs > 1) ? $clog2(IciVcs) : 1,
   localparam int unsigned IFW      = 2 + IVW + 4 * CW + HOPW + IciFlitW,
@@ -555,7 +557,8 @@ module tp_chip
   // In flight on this chip: a send, an arrival being written, or a flit inside the router.
   assign ici_busy_o       = !send_idle || rx_busy || inj_valid || ej_valid || r_busy;
 
-  tp_ici_router #(.V(IciVcs), .B(IciBuf), .FlitW(IciFlitW), .R(IciReplay)) u_router (
+  tp_ici_router #(.V(IciVcs), .B(IciBuf), .FlitW(IciFlitW), .R(IciReplay), .SaIters(IciSaIters),
+                  .ClassChoice(IciClassChoice)) u_router (
     .clk_i,
     .rst_ni,
     .kx_i               (kx_q),

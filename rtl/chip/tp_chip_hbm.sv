@@ -20,6 +20,8 @@ module tp_chip_hbm
   parameter int unsigned IciBuf    = 4,
   parameter int unsigned IciFlitW  = 32,
   parameter int unsigned IciReplay = 16,
+  parameter int unsigned IciSaIters = 1,      // the router's SaIters and ClassChoice (docs/ici.md)
+  parameter int unsigned IciClassChoice = 0,
   // the HBM subsystem (tp_hbm)
   parameter int unsigned NC = 2,
   parameter int unsigned QD = 8,
@@ -94,7 +96,8 @@ module tp_chip_hbm
   tp_chip #(
     .N(N), .AccRows(AccRows), .VmemRows(VmemRows), .VmemBanks(VmemBanks), .Sublanes(Sublanes),
     .ImemWords(ImemWords), .Queue(Queue), .HbmBeats(HbmBeats), .IciVcs(IciVcs), .IciBuf(IciBuf),
-    .IciFlitW(IciFlitW), .IciReplay(IciReplay)
+    .IciFlitW(IciFlitW), .IciReplay(IciReplay), .IciSaIters(IciSaIters),
+    .IciClassChoice(IciClassChoice)
   ) u_chip (
     .clk_i,
     .rst_ni,

@@ -5,17 +5,21 @@
 // Send (ici.send, one instruction at a time): the destination comes from dx, dy (relative to
 // this chip, wrapping round the slice, or slice coordinates with abs); the rows stream out of
 // VMEM and go out in packets of up to PktRows rows: a head flit {last, rsem, raddr} then NF body
-// flits per row (NF = ceil(W / FlitW), the row's bits LSB first). Every packet uses lane 0
-// (VC 0), so the router delivers the packets of one sender to one destination in order. The
-// instruction completes (its signal semaphore) when the router has taken its last flit.
+// flits per row (NF = ceil(W / FlitW), the row's bits LSB first). Every packet of a chip uses
+// one lane, (x + y) mod L of the chip's coordinates (L = V / 2 lanes per dateline class): the
+// router keeps the packets of one source, destination and lane in order, so those of one sender
+// to one destination arrive in order, and neighbouring senders' flows sit in different lanes
+// (docs/ici.md, lanes by source: what keeps a loaded torus from collapsing). The instruction
+// completes (its signal semaphore) when the router has taken its last flit.
 // Errors, at execution: ici_config when the ICI registers are inconsistent (nothing is sent);
 // ici_slice when abs coordinates lie outside the slice: a one-flit probe goes to the router,
 // which refuses it (and counts the refusal), and the unit stops with the error.
 //
 // Receive: flits come off the router's ejection port tagged with their output VC (an output VC is
-// held from head to tail, and every sender uses lane 0, so today packets arrive whole, one after
-// another); each VC keeps its own reassembly state and rows, complete rows queue for a VMEM
-// write port, and the row written last of a packet marked last signals rsem.
+// held from head to tail, so the flits of packets on different VCs may interleave but each VC's
+// packets arrive whole, one after another); each VC keeps its own reassembly state and rows,
+// complete rows queue for a VMEM write port, and the row written last of a packet marked last
+// signals rsem.
 module tp_ici_unit
   import tp_isa_pkg::*;
   import tp_ici_pkg::*;
@@ -79,6 +83,7 @@ module tp_ici_unit
   localparam int unsigned PRW = $clog2(PktRows + 1);
   localparam int unsigned RW  = NF * FlitW;  // a row padded to whole flits
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
+  localparam int unsigned L   = V / 2;  // lanes per dateline class
 
   if (FlitW < tp_hw_pkg::IciHeadW) begin : gen_bad_flit
     $error("tp_ici_unit: FlitW = %0d cannot hold a head {last, rsem, raddr} (%0d bits)", FlitW, tp_hw_pkg::IciHeadW);
@@ -185,10 +190,14 @@ module tp_ici_unit
   assign take          = s_valid && (!have_q || (fire && row_last_flit));
   assign s_ready       = take;
 
+  // This chip's lane (fixed, so one sender's packets stay in order).
+  logic [VW-1:0] lane;
+  assign lane = VW'((32'(my_x_i) + 32'(my_y_i)) % L);
+
   always_comb begin
     inj_valid_o = probe_q || have_q;
     // {data, hops, src_y, src_x, dst_y, dst_x, vc, tail, head}, head at bit 0 (tp_ici_pkg)
-    inj_flit_o  = {(probe_q || hdr_q) ? head_data : body, HOPW'(0), my_y_i, my_x_i, dy_q, dx_q, VW'(0),
+    inj_flit_o  = {(probe_q || hdr_q) ? head_data : body, HOPW'(0), my_y_i, my_x_i, dy_q, dx_q, lane,
                    probe_q || (!hdr_q && pkt_end), probe_q || hdr_q};
   end
 

@@ -62,8 +62,14 @@ unsigned get_uint(const json& obj, const std::string& key, unsigned lo, unsigned
   return static_cast<unsigned>(x);
 }
 
+bool get_bool(const json& obj, const std::string& key, const std::string& origin, const std::string& where) {
+  if (!obj.contains(key) || !obj.at(key).is_boolean()) fail(origin, where + "." + key, "missing or not true/false");
+  return obj.at(key).get<bool>();
+}
+
 IciConfig parse_ici(const json& c, const std::string& origin, const std::string& where) {
-  check_keys(c, {"torus", "vcs", "buf_flits", "flit_bits", "replay_flits", "link_latency"}, origin, where);
+  check_keys(c, {"torus", "vcs", "buf_flits", "flit_bits", "replay_flits", "link_latency", "sa_iters", "class_choice"},
+             origin, where);
   IciConfig ici;
   if (!c.contains("torus") || !c["torus"].is_array() || c["torus"].size() != 2 || !c["torus"][0].is_number_integer() ||
       !c["torus"][1].is_number_integer())
@@ -80,6 +86,10 @@ IciConfig parse_ici(const json& c, const std::string& origin, const std::string&
   if ((ici.replay_flits & (ici.replay_flits - 1)) != 0)
     fail(origin, where + ".replay_flits", fmt::format("{} is not a power of two", ici.replay_flits));
   ici.link_latency = get_uint(c, "link_latency", 1, 64, origin, where);
+  // Optional (the router's plain allocator without them): switch-allocation iterations and the
+  // class choice on uncrossed rings.
+  if (c.contains("sa_iters")) ici.sa_iters = get_uint(c, "sa_iters", 1, 4, origin, where);
+  if (c.contains("class_choice")) ici.class_choice = get_bool(c, "class_choice", origin, where);
   return ici;
 }
 
@@ -88,11 +98,6 @@ unsigned get_pow2(const json& obj, const std::string& key, unsigned lo, unsigned
   const unsigned v = get_uint(obj, key, lo, hi, origin, where);
   if ((v & (v - 1)) != 0) fail(origin, where + "." + key, fmt::format("{} is not a power of two", v));
   return v;
-}
-
-bool get_bool(const json& obj, const std::string& key, const std::string& origin, const std::string& where) {
-  if (!obj.contains(key) || !obj.at(key).is_boolean()) fail(origin, where + "." + key, "missing or not true/false");
-  return obj.at(key).get<bool>();
 }
 
 HbmConfig parse_hbm(const json& c, const std::string& origin, const std::string& where) {
@@ -643,7 +648,9 @@ std::string preset_json(const Preset& p) {
               {"buf_flits", p.ici.buf_flits},
               {"flit_bits", p.ici.flit_bits},
               {"replay_flits", p.ici.replay_flits},
-              {"link_latency", p.ici.link_latency}}}};
+              {"link_latency", p.ici.link_latency},
+              {"sa_iters", p.ici.sa_iters},
+              {"class_choice", p.ici.class_choice}}}};
   return j.dump();
 }
 

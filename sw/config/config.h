@@ -28,6 +28,8 @@ struct IciConfig {
   unsigned flit_bits = 64;            // data bits per flit
   unsigned replay_flits = 16;         // link replay buffer (power of two)
   unsigned link_latency = 1;          // cycles on the wire
+  unsigned sa_iters = 1;              // switch-allocation iterations (the router's SaIters, docs/ici.md)
+  bool class_choice = false;          // the router's ClassChoice: a dateline class per flow on uncrossed rings
 };
 
 struct HbmTimingConfig {

@@ -2,8 +2,8 @@
 // interpreter (sw/golden/chip_model) for the chip's function, and for its ICI the Verilated
 // router (tp_ici_router, the same RTL that sits in the Verilated chip) behind a C++ network
 // interface that speaks the ICI unit's packet format (tp_ici_unit.sv): a head flit {last, rsem,
-// raddr}, then ceil(32 n / flit_bits) body flits per row, up to 4 rows a packet, lane 0. So a golden
-// chip and Verilated chips share one pod, link words and all.
+// raddr}, then ceil(32 n / flit_bits) body flits per row, up to 4 rows a packet, on the chip's
+// lane (x + y) mod (vcs / 2). So a golden chip and Verilated chips share one pod, link words and all.
 //
 // Timing: the interpreter runs a chip's instructions as soon as their semaphores allow, in zero
 // pod cycles; only the network takes time. Its "cycles" counter is the interpreter's estimate. A
@@ -275,6 +275,8 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     set_bits(f, layout_.dst_y(), isa::hw::ici::kCoordBits, m.dst.y);
     set_bits(f, layout_.src_x(), isa::hw::ici::kCoordBits, regs_.x);
     set_bits(f, layout_.src_y(), isa::hw::ici::kCoordBits, regs_.y);
+    // The chip's lane, as the ICI unit chooses it: (x + y) mod lanes (docs/ici.md).
+    set_bits(f, layout_.vc(), layout_.vw, (regs_.x + regs_.y) % (p_.ici.vcs / 2));
   }
 
   // Arrivals: per output VC, rows reassembled and written as they complete; the packet marked

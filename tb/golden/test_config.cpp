@@ -76,6 +76,18 @@ TEST(Config, IciSectionIsValidated) {
   EXPECT_NE(error_of(with_ici("replay_flits", "12")).find("not a power of two"), std::string::npos);
   EXPECT_NE(error_of(with_ici("buf_flits", "0")).find("presets.a.ici.buf_flits: 0 is out of range"), std::string::npos);
   EXPECT_NE(error_of(with_ici("lanes", "1")).find("presets.a.ici.lanes: unknown key"), std::string::npos);
+  // The allocator's optional keys: defaults without them, ranges and types with them.
+  const auto plain = tp::parse_presets(with_ici(), "t.json").at(0).ici;
+  EXPECT_EQ(plain.sa_iters, 1u);
+  EXPECT_FALSE(plain.class_choice);
+  const auto shipped = tp::load_preset("small").ici;
+  EXPECT_EQ(shipped.sa_iters, 2u);
+  EXPECT_TRUE(shipped.class_choice);
+  EXPECT_NE(error_of(with_ici("sa_iters", "0")).find("presets.a.ici.sa_iters: 0 is out of range [1, 4]"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_ici("sa_iters", "5")).find("presets.a.ici.sa_iters: 5 is out of range"), std::string::npos);
+  EXPECT_NE(error_of(with_ici("class_choice", "1")).find("presets.a.ici.class_choice: missing or not true/false"),
+            std::string::npos);
 }
 
 TEST(Config, HbmSectionIsValidated) {

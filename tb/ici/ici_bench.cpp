@@ -97,12 +97,13 @@ int main(int argc, char** argv) {
   app.add_option("--bench", bench_file, "benchmark description")->capture_default_str();
   app.add_option("--tori", tori_override, "torus sizes k (k x k), overriding the description");
   app.add_option("--patterns", pattern_names, "traffic patterns (default: all)");
-  std::string lanes = "random";
-  app.add_option("--lanes", lanes,
-                 "injection lane: random per packet, or by-source (each source its own; variants get the "
-                 "suffix +src in the report)")
-      ->check(CLI::IsMember({"random", "by-source"}))
-      ->capture_default_str();
+  std::string lanes_override;
+  app.add_option("--lanes", lanes_override,
+                 "injection lane for every variant: by-source (each source its own, (x + y) mod lanes, as the "
+                 "chip's ICI unit does) or random per packet; default: each variant's \"lanes\" (by-source "
+                 "unless it says otherwise). A variant run with another policy than its own is reported as "
+                 "<name>+<policy>")
+      ->check(CLI::IsMember({"random", "by-source"}));
   CLI11_PARSE(app, argc, argv);
   try {
     std::ifstream in(bench_file);
@@ -130,13 +131,20 @@ int main(int argc, char** argv) {
       tp::IciConfig cfg = var.contains("preset") ? tp::load_preset(var["preset"].get<std::string>()).ici : base.ici;
       if (var.contains("vcs")) cfg.vcs = var["vcs"];
       if (var.contains("buf_flits")) cfg.buf_flits = var["buf_flits"];
+      if (var.contains("sa_iters")) cfg.sa_iters = var["sa_iters"];
+      if (var.contains("class_choice")) cfg.class_choice = var["class_choice"];
+      const std::string own_lanes = var.value("lanes", std::string("by-source"));
+      if (own_lanes != "by-source" && own_lanes != "random")
+        throw std::invalid_argument(fmt::format("{}: ici.variants '{}': lanes '{}' is neither by-source nor random",
+                                                bench_file, var.value("name", std::string("?")), own_lanes));
       if (cfg.vcs != TP_ICI_V || cfg.buf_flits != TP_ICI_B || cfg.flit_bits != TP_ICI_F ||
-          cfg.replay_flits != TP_ICI_R || var.value("class_choice", false) != (TP_ICI_CLASS_CHOICE != 0) ||
-          var.value("sa_iters", 1u) != unsigned{TP_ICI_SA_ITERS})
+          cfg.replay_flits != TP_ICI_R || cfg.class_choice != (TP_ICI_CLASS_CHOICE != 0) ||
+          cfg.sa_iters != unsigned{TP_ICI_SA_ITERS})
         continue;  // another binary's router
       ++ran;
+      const std::string lanes = lanes_override.empty() ? own_lanes : lanes_override;
       const bool by_source = lanes == "by-source";
-      const std::string name = var.at("name").get<std::string>() + (by_source ? "+src" : "");
+      const std::string name = var.at("name").get<std::string>() + (lanes != own_lanes ? "+" + lanes : "");
       const unsigned pf = var.at("packet_flits");
       for (auto* list : {&report["results"], &report["summary"]})
         list->erase(
@@ -172,6 +180,7 @@ int main(int argc, char** argv) {
                                          {"vcs", cfg.vcs},
                                          {"buffer_flits", cfg.buf_flits},
                                          {"packet_flits", pf},
+                                         {"lanes", lanes},
                                          {"offered", pt.offered},
                                          {"accepted", pt.accepted},
                                          {"avg_latency", pt.avg_latency},
@@ -199,6 +208,9 @@ int main(int argc, char** argv) {
                {"vcs", cfg.vcs},
                {"buffer_flits", cfg.buf_flits},
                {"packet_flits", pf},
+               {"lanes", lanes},
+               {"sa_iters", cfg.sa_iters},
+               {"class_choice", cfg.class_choice},
                {"saturation", sat},
                {"post_saturation_min", post},
                {"post_saturation_fraction", sat > 0 ? post / sat : 0.0},
