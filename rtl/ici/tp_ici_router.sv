@@ -329,6 +329,11 @@ module tp_ici_router
                  !((slice_h_i == ky_i) && (step[1] ? (dy < my_y_i) : (dy > my_y_i)));
     end else begin
       port = 3'(P_L);
+      // Ejection: the class of the arrival dimension (1 from the Y ring), so that the ejection
+      // port has V output VCs for its inputs, not only the L lanes of class 0 (with lanes by
+      // source a node's four neighbours all send on one lane). A flow always arrives by the same
+      // port, so it keeps one ejection VC.
+      cls = (p == P_N) || (p == P_S);
     end
     if (step[0]) cls = 1'b1;
     return {port, cls ? lane + VW'(L) : lane};

@@ -411,17 +411,21 @@ class IciNetwork {
       if (!(src == p.src))
         error(fmt::format("packet {}: source field ({},{}) != ({},{})", p.id, src.x, src.y, p.src.x, p.src.y));
       // The golden route's VCs, one per hop: its hop count, and the ejection VC, which is the
-      // lane of the last hop (the injection lane without a hop).
+      // lane of the last hop (the injection lane without a hop) in the class of its dimension.
       const auto vcs = golden::route_vcs(opt_.torus, slice(p.src), p.src, p.dst, cfg_.vcs, p.lane);
       const auto hops = static_cast<unsigned>(get_bits(w, layout_.hops(), 7));
       const auto want = static_cast<unsigned>(vcs.size());
       if (hops != want)
         error(fmt::format("packet {} ({},{})->({},{}) took {} hops, golden route {}", p.id, p.src.x, p.src.y, p.dst.x,
                           p.dst.y, hops, want));
-      const unsigned want_vc = vcs.empty() ? p.lane : vcs.back() % (cfg_.vcs / 2);
+      // Ejected in the class of the arrival dimension: 1 after a hop on the Y ring (docs/ici.md).
+      const unsigned want_vc =
+          vcs.empty() ? p.lane : vcs.back() % (cfg_.vcs / 2) + (p.src.y != p.dst.y ? cfg_.vcs / 2 : 0);
       if (vc != want_vc)
-        error(fmt::format("packet {} ({},{})->({},{}) lane {} ejected on VC {}, the golden route's last lane {}", p.id,
-                          p.src.x, p.src.y, p.dst.x, p.dst.y, p.lane, vc, want_vc));
+        error(
+            fmt::format("packet {} ({},{})->({},{}) lane {} ejected on VC {}, expected {} (the golden route's last "
+                        "lane, in the class of its dimension)",
+                        p.id, p.src.x, p.src.y, p.dst.x, p.dst.y, p.lane, vc, want_vc));
     } else if (!rx.busy) {
       error(fmt::format("node ({},{}) VC {}: body flit without a head", nd.at.x, nd.at.y, vc));
       return true;
