@@ -8,7 +8,8 @@
 //   lanes; a packet enters each dimension in class 0 and moves to class 1 when it crosses that
 //   dimension's wrap-around link. A packet keeps its lane (injection VC) end to end, so packets
 //   of one source, destination and lane stay in order. With ClassChoice, a packet that does not
-//   cross a dimension's dateline enters it in the class of its entry coordinate's parity.
+//   cross a dimension's dateline enters it in the class of its entry coordinate's parity, or
+//   in class 1 when it ends next to the dateline (entry_class).
 // - Allocation, round-robin throughout: VC allocation per output VC (each input VC asks for
 //   exactly one output VC: its lane in the class the dateline rule gives), then separable
 //   input-first switch allocation. A head flit that wins its output VC may win the switch in
@@ -301,6 +302,19 @@ module tp_ici_router
     return {pos, wraps};
   endfunction
 
+  // The class a packet enters a ring in (before the dateline rule of the route): 0, or with
+  // ClassChoice, for a packet whose way along this ring does not cross the dateline, the parity
+  // of the entry coordinate (a fixed split of such flows between the classes; it keeps them in
+  // order), except that one ending next to the dateline takes class 1: on the link into that
+  // node the packets that will cross are all in class 0, so it takes the other VCs.
+  function automatic logic entry_class(input logic [CW-1:0] here, input logic [CW-1:0] dst,
+                                       input logic [CW:0] k, input logic full_ring, input logic pos);
+    logic crosses, last;
+    crosses = full_ring && (pos ? (dst < here) : (dst > here));
+    last    = full_ring && (pos ? ({1'b0, dst} == k - 1'b1) : (dst == '0));
+    return (ClassChoice != 0) && !crosses && (here[0] || last);
+  endfunction
+
   // The output port and VC of a head flit in input VC v of port p: {port, vc}.
   function automatic logic [3+VW-1:0] route(input int p, input int v, input logic [CW-1:0] dx,
                                             input logic [CW-1:0] dy);
@@ -315,18 +329,14 @@ module tp_ici_router
       step = ring_step(my_x_i, dx, kx_i, slice_w_i == kx_i);
       port = step[1] ? 3'(P_E) : 3'(P_W);
       // Same dimension as the way in: keep the class, unless crossing the dateline now.
-      // Entering it: class 0; with ClassChoice, a packet whose way along this ring does not
-      // cross the dateline takes the class of this coordinate's parity (a fixed split of
-      // such flows between the classes; it keeps them in order).
+      // Entering it: entry_class (0 without ClassChoice).
       if ((p == P_E) || (p == P_W)) cls = (v >= L);
-      else cls = (ClassChoice != 0) && my_x_i[0] &&
-                 !((slice_w_i == kx_i) && (step[1] ? (dx < my_x_i) : (dx > my_x_i)));
+      else cls = entry_class(my_x_i, dx, kx_i, slice_w_i == kx_i, step[1]);
     end else if (dy != my_y_i) begin
       step = ring_step(my_y_i, dy, ky_i, slice_h_i == ky_i);
       port = step[1] ? 3'(P_N) : 3'(P_S);
       if ((p == P_N) || (p == P_S)) cls = (v >= L);
-      else cls = (ClassChoice != 0) && my_y_i[0] &&
-                 !((slice_h_i == ky_i) && (step[1] ? (dy < my_y_i) : (dy > my_y_i)));
+      else cls = entry_class(my_y_i, dy, ky_i, slice_h_i == ky_i, step[1]);
     end else begin
       port = 3'(P_L);
       // Ejection: the class of the arrival dimension (1 from the Y ring), so that the ejection

@@ -102,7 +102,9 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
                                          {"ici_bytes_sent", s.ici_bytes_sent},
                                          {"ici_bytes_received", s.ici_bytes_received},
                                          {"ici_refused", r_->cnt_refused_o},
-                                         {"ici_flits_local", r_->cnt_flits_o[4]}};
+                                         {"ici_flits_local", r_->cnt_flits_o[4]},
+                                         {"ici_packets_received", packets_in_},
+                                         {"ici_lane_errors", lane_errors_}};
     const char* links[4] = {"n", "s", "e", "w"};
     for (unsigned q = 0; q < 4; ++q) {
       m[fmt::format("ici_flits_{}", links[q])] = r_->cnt_flits_o[q];
@@ -286,8 +288,15 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     const auto vc = static_cast<unsigned>(get_bits(f, layout_.vc(), layout_.vw));
     Rx& rx = rx_.at(vc);
     if (get_bits(f, 0, 1)) {
-      const uint64_t d = get_bits(f, layout_.data(), std::min(fb, 64u));
+      // The network's contract (docs/ici.md): a packet keeps its sender's lane, (x + y) mod L,
+      // end to end, whichever chip sent it (a Verilated chip's ICI unit or a golden chip).
       namespace ici = isa::hw::ici;
+      const auto sx = get_bits(f, layout_.src_x(), ici::kCoordBits);
+      const auto sy = get_bits(f, layout_.src_y(), ici::kCoordBits);
+      const unsigned l = p_.ici.vcs / 2;
+      ++packets_in_;
+      if (vc % l != (sx + sy) % l) ++lane_errors_;
+      const uint64_t d = get_bits(f, layout_.data(), std::min(fb, 64u));
       rx.raddr = static_cast<uint32_t>((d >> ici::kHeadRaddrLsb) & ((1u << ici::kHeadRaddrWidth) - 1));
       rx.rsem = static_cast<unsigned>((d >> ici::kHeadRsemLsb) & ((1u << ici::kHeadRsemWidth) - 1));
       rx.last = (d >> ici::kHeadLastLsb) & 1;
@@ -338,6 +347,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   std::array<uint32_t, 3> imem_data_{};
   bool started_ = false, finished_ = false, poke_ = false;
   golden::ChipModel::Result result_;
+  uint64_t packets_in_ = 0, lane_errors_ = 0;  // packets received; those not on their sender's lane
 };
 
 }  // namespace tp::tb

@@ -92,7 +92,7 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
   }
 
   // Counters: every byte sent arrived; link errors cost retransmissions, never data.
-  uint64_t sent = 0, received = 0, retx = 0, crc = 0, want = 0;
+  uint64_t sent = 0, received = 0, retx = 0, crc = 0, want = 0, lane_probes = 0;
   for (const auto& x : plan.transfers) want += uint64_t{x.rows} * plan.lanes * 4;
   for (unsigned y = 0; y < ky; ++y) {
     for (unsigned x = 0; x < kx; ++x) {
@@ -107,8 +107,21 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
         crc += c.at(fmt::format("ici_crc_err_{}", l));
       }
       EXPECT_EQ(c.at("ici_refused"), 0u);
+      // A golden chip checks that each packet arrives on its sender's lane, (x + y) mod L.
+      if (golden) {
+        EXPECT_EQ(c.at("ici_lane_errors"), 0u) << "chip (" << x << "," << y << "): packets off their sender's lane";
+        for (const auto& t : plan.transfers) {
+          const std::pair<unsigned, unsigned> s{t.src % kx, t.src / kx};
+          const bool rtl_sender = std::find(golden_chips.begin(), golden_chips.end(), s) == golden_chips.end();
+          if (t.dst == x + y * kx && rtl_sender && (s.first + s.second) % (p.preset.ici.vcs / 2) != 0) ++lane_probes;
+        }
+      }
     }
   }
+  // With several lanes, the default plans send from a Verilated chip on lane 1 or more to a golden
+  // chip, so that an ICI unit stuck on lane 0 fails here.
+  if (!golden_chips.empty() && p.preset.ici.vcs > 2 && !std::getenv("TP_SEED"))
+    EXPECT_GT(lane_probes, 0u) << "the plan has no transfer to a golden chip from a chip off lane 0";
   EXPECT_EQ(sent, want);
   EXPECT_EQ(received, want);
   if (bit_error > 0) {
