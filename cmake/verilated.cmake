@@ -22,6 +22,7 @@ set(TP_RTL_CHIP
   ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_link_tx.sv
   ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_link_rx.sv
   ${PROJECT_SOURCE_DIR}/rtl/ici/tp_ici_router.sv
+  ${PROJECT_SOURCE_DIR}/rtl/chip/tp_ici_send.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_ici_unit.sv
   ${PROJECT_SOURCE_DIR}/rtl/vpu/tp_vpu_pkg.sv
   ${PROJECT_SOURCE_DIR}/rtl/chip/tp_vmem.sv
@@ -103,12 +104,14 @@ function(tp_mxu_array_model preset)
 endfunction()
 
 # The ICI router with given parameters: rtl_ici_<tag> (class Vici_<tag>), tag v<V>b<B>f<F>r<R>,
-# with SA_ITERS <n> > 1 (switch-allocation iterations) the suffix s<n>, with CLASS_CHOICE cc.
+# with SA_ITERS <n> > 1 (switch-allocation iterations) the suffix s<n>, with CLASS_CHOICE cc, with
+# LOCALS <n> > 1 (local ports) l<n>.
 function(tp_ici_model vcs buf flit replay out_tag)
-  cmake_parse_arguments(A "CLASS_CHOICE" "SA_ITERS" "" ${ARGN})
+  cmake_parse_arguments(A "CLASS_CHOICE" "SA_ITERS;LOCALS" "" ${ARGN})
   set(tag v${vcs}b${buf}f${flit}r${replay})
   set(cc 0)
   set(sa 1)
+  set(nl 1)
   if(A_SA_ITERS)
     if(NOT A_SA_ITERS MATCHES "^[1-9][0-9]*$")
       message(FATAL_ERROR "tp_ici_model: SA_ITERS '${A_SA_ITERS}' is not a positive integer")
@@ -122,18 +125,29 @@ function(tp_ici_model vcs buf flit replay out_tag)
     set(tag ${tag}cc)
     set(cc 1)
   endif()
+  if(A_LOCALS)
+    if(NOT A_LOCALS MATCHES "^[1-4]$")
+      message(FATAL_ERROR "tp_ici_model: LOCALS '${A_LOCALS}' is not in [1, 4]")
+    endif()
+    set(nl ${A_LOCALS})
+    if(nl GREATER 1)
+      set(tag ${tag}l${nl})
+    endif()
+  endif()
   set(${out_tag} ${tag} PARENT_SCOPE)
   if(TARGET rtl_ici_${tag})
     return()
   endif()
   tp_verilate(rtl_ici_${tag} TOP tp_ici_router PREFIX Vici_${tag} SOURCES ${TP_RTL_ICI}
               PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=${cc} -GSaIters=${sa}
+                     -GLocals=${nl}
               ARGS ${TP_VERILATOR_ARGS_ICI})
 endfunction()
 
 # The router's optional allocation keys of a preset (ici.sa_iters, default 1; ici.class_choice,
-# default false) as the values of the parameters SaIters and ClassChoice.
-function(tp_preset_ici_alloc preset out_sa out_cc)
+# default false) as the values of the parameters SaIters and ClassChoice; ici.local_ports
+# (default 1) as Locals.
+function(tp_preset_ici_alloc preset out_sa out_cc out_nl)
   tp_preset_find(sa ${preset} ici sa_iters)
   if(sa STREQUAL "sa-NOTFOUND")
     set(sa 1)
@@ -148,8 +162,15 @@ function(tp_preset_ici_alloc preset out_sa out_cc)
   else()
     message(FATAL_ERROR "${TP_PRESETS_FILE}: presets.${preset}.ici.class_choice: '${cc}' is not true or false")
   endif()
+  tp_preset_find(nl ${preset} ici local_ports)
+  if(nl STREQUAL "nl-NOTFOUND")
+    set(nl 1)
+  elseif(NOT nl MATCHES "^[1-4]$")
+    message(FATAL_ERROR "${TP_PRESETS_FILE}: presets.${preset}.ici.local_ports: '${nl}' is not in [1, 4]")
+  endif()
   set(${out_sa} ${sa} PARENT_SCOPE)
   set(${out_cc} ${cc} PARENT_SCOPE)
+  set(${out_nl} ${nl} PARENT_SCOPE)
 endfunction()
 
 # The router parameters of a preset.
@@ -158,8 +179,8 @@ function(tp_preset_ici preset out_tag)
   tp_preset_get(buf ${preset} ici buf_flits)
   tp_preset_get(flit ${preset} ici flit_bits)
   tp_preset_get(replay ${preset} ici replay_flits)
-  tp_preset_ici_alloc(${preset} sa cc)
-  set(opts SA_ITERS ${sa})
+  tp_preset_ici_alloc(${preset} sa cc nl)
+  set(opts SA_ITERS ${sa} LOCALS ${nl})
   if(cc)
     list(APPEND opts CLASS_CHOICE)
   endif()
@@ -301,8 +322,8 @@ function(tp_chip_params preset out)
     tp_preset_get(v ${preset} ici ${key})
     list(APPEND p -G${param}=${v})
   endforeach()
-  tp_preset_ici_alloc(${preset} sa cc)
-  list(APPEND p -GIciSaIters=${sa} -GIciClassChoice=${cc})
+  tp_preset_ici_alloc(${preset} sa cc nl)
+  list(APPEND p -GIciSaIters=${sa} -GIciClassChoice=${cc} -GIciLocals=${nl})
   set(${out} ${p} PARENT_SCOPE)
 endfunction()
 
@@ -355,6 +376,8 @@ function(tp_lint_target)
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay})
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1 -GSaIters=2)
+    list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
+         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1 -GSaIters=2 -GLocals=4)
     tp_hbm_params(${preset} hbm_params)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} --top-module tp_hbm_ctrl ${hbm_params})
     tp_preset_get(ch ${preset} hbm channels)

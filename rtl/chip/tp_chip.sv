@@ -21,6 +21,7 @@ module tp_chip
   parameter int unsigned IciReplay = 16,
   parameter int unsigned IciSaIters = 1,      // the router's SaIters and ClassChoice (docs/ici.md)
   parameter int unsigned IciClassChoice = 0,
+  parameter int unsigned IciLocals = 1,       // router local ports = ICI unit send engines (1..4)
   localparam int unsigned W        = N * 32,
   localparam int unsigned IVW      = (IciVcs > 1) ? $clog2(IciVcs) : 1,
   localparam int unsigned IFW      = 2 + IVW + 4 * CW + HOPW + IciFlitW,
@@ -503,19 +504,22 @@ module tp_chip
   assign u_ready[2] = u_idle[2];
 
   // ---- ICI: the unit (fifth queue) and the router ------------------------------------------
-  logic           inj_valid, inj_ready, ej_valid, ej_ready, r_refused;
-  logic [IFW-1:0] inj_flit, ej_flit;
-  logic           r_err_slice, r_err_cfg, r_err_inj, rx_busy, r_busy;
-  logic [31:0]    r_flits [NPORTS], r_cstall [NPORTS];
+  localparam int unsigned INP = 4 + IciLocals;  // router ports
+  logic           inj_valid [IciLocals], inj_ready [IciLocals], ej_valid [IciLocals], ej_ready [IciLocals];
+  logic           r_refused [IciLocals];
+  logic [IFW-1:0] inj_flit [IciLocals], ej_flit [IciLocals];
+  logic           r_err_slice, r_err_cfg, r_err_inj, rx_busy, tx_busy, r_busy, ej_any;
+  logic [31:0]    r_flits [INP], r_cstall [INP], r_flits_local;
   logic [31:0]    r_retx [4], r_crc [4], r_dropped [4], r_rv_bad [4], r_faults [4], r_refused_cnt;
   logic [63:0]    ici_sent, ici_recv;
-  logic           send_idle;
-  tp_ici_unit #(.W(W), .V(IciVcs), .FlitW(IciFlitW)) u_ici (
+  logic           send_idle, send_ready;
+  tp_ici_unit #(.W(W), .V(IciVcs), .FlitW(IciFlitW), .Engines(IciLocals)) u_ici (
     .clk_i,
     .rst_ni,
     .start_i          (u_start[UnitIci]),
     .instr_i          (u_instr[UnitIci]),
     .pc_i             (u_pc[UnitIci]),
+    .ready_o          (send_ready),
     .idle_o           (send_idle),
     .cmpl_o           (u_cmpl[UnitIci]),
     .cmpl_sig_o       (u_sig[UnitIci]),
@@ -524,6 +528,8 @@ module tp_chip
     .err_code_o       (ici_err_code),
     .err_pc_o         (ici_err_pc),
     .cfg_ok_i         (!r_err_cfg),
+    .kx_i             (kx_q),
+    .ky_i             (ky_q),
     .my_x_i           (my_x_q),
     .my_y_i           (my_y_q),
     .slice_x0_i       (sx0_q),
@@ -548,17 +554,26 @@ module tp_chip
     .ej_valid_i       (ej_valid),
     .ej_ready_o       (ej_ready),
     .ej_flit_i        (ej_flit),
+    .tx_busy_o        (tx_busy),
     .rx_busy_o        (rx_busy),
     .cnt_bytes_sent_o (ici_sent),
     .cnt_bytes_recv_o (ici_recv)
   );
   assign u_idle[UnitIci]  = send_idle;
-  assign u_ready[UnitIci] = send_idle;
+  assign u_ready[UnitIci] = send_ready;
   // In flight on this chip: a send, an arrival being written, or a flit inside the router.
-  assign ici_busy_o       = !send_idle || rx_busy || inj_valid || ej_valid || r_busy;
+  always_comb begin
+    ej_any        = 1'b0;
+    r_flits_local = '0;
+    for (int i = 0; i < int'(IciLocals); i++) begin
+      ej_any        = ej_any || ej_valid[i];
+      r_flits_local = r_flits_local + r_flits[P_L + i];
+    end
+  end
+  assign ici_busy_o = !send_idle || rx_busy || tx_busy || ej_any || r_busy;
 
   tp_ici_router #(.V(IciVcs), .B(IciBuf), .FlitW(IciFlitW), .R(IciReplay), .SaIters(IciSaIters),
-                  .ClassChoice(IciClassChoice)) u_router (
+                  .ClassChoice(IciClassChoice), .Locals(IciLocals)) u_router (
     .clk_i,
     .rst_ni,
     .kx_i               (kx_q),
@@ -620,13 +635,18 @@ module tp_chip
       cnt[CntIciCreditStallN + p] = 64'(r_cstall[p]);
       cnt[CntIciCrcErrN + p]      = 64'(r_crc[p]);
     end
-    cnt[CntIciFlitsLocal] = 64'(r_flits[P_L]);
+    cnt[CntIciFlitsLocal] = 64'(r_flits_local);  // ejected, over the local ports
   end
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_ok;
-  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:9], cnt_off[2:0], host_off[11:10], host_off[1:0], r_refused,
-                       r_cstall[P_L], r_dropped[0], r_dropped[1], r_dropped[2], r_dropped[3], r_rv_bad[0],
+  logic unused_local;
+  always_comb begin
+    unused_local = 1'b0;
+    for (int i = 0; i < int'(IciLocals); i++) unused_local = unused_local ^ r_refused[i] ^ (^r_cstall[P_L + i]);
+  end
+  assign unused_ok = ^{mem_rsp_write_i, cnt_off[11:9], cnt_off[2:0], host_off[11:10], host_off[1:0], unused_local,
+                       r_dropped[0], r_dropped[1], r_dropped[2], r_dropped[3], r_rv_bad[0],
                        r_rv_bad[1], r_rv_bad[2], r_rv_bad[3], r_faults[0], r_faults[1], r_faults[2], r_faults[3]};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

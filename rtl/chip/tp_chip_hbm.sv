@@ -22,6 +22,7 @@ module tp_chip_hbm
   parameter int unsigned IciReplay = 16,
   parameter int unsigned IciSaIters = 1,      // the router's SaIters and ClassChoice (docs/ici.md)
   parameter int unsigned IciClassChoice = 0,
+  parameter int unsigned IciLocals = 1,       // router local ports = ICI unit send engines
   // the HBM subsystem (tp_hbm)
   parameter int unsigned NC = 2,
   parameter int unsigned QD = 8,
@@ -97,7 +98,7 @@ module tp_chip_hbm
     .N(N), .AccRows(AccRows), .VmemRows(VmemRows), .VmemBanks(VmemBanks), .Sublanes(Sublanes),
     .ImemWords(ImemWords), .Queue(Queue), .HbmBeats(HbmBeats), .IciVcs(IciVcs), .IciBuf(IciBuf),
     .IciFlitW(IciFlitW), .IciReplay(IciReplay), .IciSaIters(IciSaIters),
-    .IciClassChoice(IciClassChoice)
+    .IciClassChoice(IciClassChoice), .IciLocals(IciLocals)
   ) u_chip (
     .clk_i,
     .rst_ni,

@@ -1,25 +1,29 @@
-// The ICI unit (docs/pod.md): the fifth decoupled queue's engine, which sends VMEM rows to
+// The ICI unit (docs/pod.md): the fifth decoupled queue's engines, which send VMEM rows to
 // another chip's VMEM over the router, and the network interface that writes arriving rows into
 // this chip's VMEM and signals their semaphore.
 //
-// Send (ici.send, one instruction at a time): the destination comes from dx, dy (relative to
-// this chip, wrapping round the slice, or slice coordinates with abs); the rows stream out of
-// VMEM and go out in packets of up to PktRows rows: a head flit {last, rsem, raddr} then NF body
-// flits per row (NF = ceil(W / FlitW), the row's bits LSB first). Every packet of a chip uses
-// one lane, (x + y) mod L of the chip's coordinates (L = V / 2 lanes per dateline class): the
-// router keeps the packets of one source, destination and lane in order, so those of one sender
-// to one destination arrive in order, and neighbouring senders' flows sit in different lanes
-// (docs/ici.md, lanes by source: what keeps a loaded torus from collapsing). The instruction
-// completes (its signal semaphore) when the router has taken its last flit.
+// Send (ici.send): the destination comes from dx, dy (relative to this chip, wrapping round the
+// slice, or slice coordinates with abs). Engines send engines (tp_ici_send) each feed one router
+// injection port: an ici.send goes to the engine of its first hop, (port of the route's first
+// link) mod Engines, a send to this chip itself to engine 0, so that every transfer to one
+// destination uses one engine and one port, and arrives in issue order. The queue's head starts
+// when its engine is idle; transfers on different engines run at once (one engine per link: a
+// chip drives all four links), and complete in any order, one completion (its signal semaphore)
+// reported a cycle. The engines share the unit's VMEM read port, round robin. Every packet of a
+// chip uses one lane, (x + y) mod L of the chip's coordinates (L = V / 2 lanes per dateline
+// class): the router keeps the packets of one source, destination and lane in order, and
+// neighbouring senders' flows sit in different lanes (docs/ici.md, lanes by source: what keeps a
+// loaded torus from collapsing). A transfer completes when the router has taken its last flit.
 // Errors, at execution: ici_config when the ICI registers are inconsistent (nothing is sent);
 // ici_slice when abs coordinates lie outside the slice: a one-flit probe goes to the router,
 // which refuses it (and counts the refusal), and the unit stops with the error.
 //
-// Receive: flits come off the router's ejection port tagged with their output VC (an output VC is
-// held from head to tail, so the flits of packets on different VCs may interleave but each VC's
-// packets arrive whole, one after another); each VC keeps its own reassembly state and rows,
-// complete rows queue for a VMEM write port, and the row written last of a packet marked last
-// signals rsem.
+// Receive: the router ejects on Engines ports (one per arriving link when there are four). Flits
+// come off each tagged with their output VC (an output VC is held from head to tail, so the
+// flits of packets on different VCs may interleave but each VC's packets arrive whole, one after
+// another); each (port, VC) keeps its own reassembly state and row, complete rows queue per port
+// for the VMEM write port (round robin over the ports, a request held until granted), and the row
+// written last of a packet marked last signals rsem.
 module tp_ici_unit
   import tp_isa_pkg::*;
   import tp_ici_pkg::*;
@@ -28,6 +32,7 @@ module tp_ici_unit
   parameter int unsigned V       = 2,    // router VCs
   parameter int unsigned FlitW   = 32,   // flit data bits
   parameter int unsigned PktRows = tp_hw_pkg::IciPktRows,  // rows per packet at most
+  parameter int unsigned Engines = 1,    // send engines = router local ports (1..4)
   localparam int unsigned VW     = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned FW     = 2 + VW + 4 * CW + HOPW + FlitW
 ) (
@@ -37,6 +42,7 @@ module tp_ici_unit
   input  logic          start_i,
   input  instr_t        instr_i,
   input  logic [31:0]   pc_i,
+  output logic          ready_o,  // the head (instr_i) may start: its engine is free
   output logic          idle_o,
   output logic          cmpl_o,
   output logic [3:0]    cmpl_sig_o,
@@ -46,6 +52,8 @@ module tp_ici_unit
   output logic [31:0]   err_pc_o,
   // ICI registers
   input  logic          cfg_ok_i,
+  input  logic [CW:0]   kx_i,
+  input  logic [CW:0]   ky_i,
   input  logic [CW-1:0] my_x_i,
   input  logic [CW-1:0] my_y_i,
   input  logic [CW-1:0] slice_x0_i,
@@ -66,21 +74,21 @@ module tp_ici_unit
   output logic [3:0]    rsig_o,  // a semaphore to signal this cycle (0: none)
   output logic          rx_end_o,  // trace probe: the last row of a transfer is written this cycle
   output logic [2*CW-1:0] rx_src_o,  // ... sent by the chip {y, x}
-  // the router's local port
-  output logic          inj_valid_o,
-  input  logic          inj_ready_i,
-  output logic [FW-1:0] inj_flit_o,
-  input  logic          ej_valid_i,
-  output logic          ej_ready_o,
-  input  logic [FW-1:0] ej_flit_i,
+  // the router's local ports
+  output logic          inj_valid_o [Engines],
+  input  logic          inj_ready_i [Engines],
+  output logic [FW-1:0] inj_flit_o  [Engines],
+  input  logic          ej_valid_i  [Engines],
+  output logic          ej_ready_o  [Engines],
+  input  logic [FW-1:0] ej_flit_i   [Engines],
   // status and counters
+  output logic          tx_busy_o,  // a flit waits at an injection port
   output logic          rx_busy_o,  // a packet is being received or a row waits for VMEM
   output logic [63:0]   cnt_bytes_sent_o,
   output logic [63:0]   cnt_bytes_recv_o
 );
   localparam int unsigned NF  = (W + FlitW - 1) / FlitW;  // body flits per row
   localparam int unsigned NFW = $clog2(NF + 1);
-  localparam int unsigned PRW = $clog2(PktRows + 1);
   localparam int unsigned RW  = NF * FlitW;  // a row padded to whole flits
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
   localparam int unsigned L   = V / 2;  // lanes per dateline class
@@ -143,136 +151,143 @@ module tp_ici_unit
   end
 
   // ---- send -----------------------------------------------------------------------------------
-  logic            busy_q, probe_q;
-  logic [CW-1:0]   dx_q, dy_q;
-  logic [19:0]     raddr_q;      // destination row of the next row to send
-  logic [15:0]     left_q;       // rows not yet taken from the stream
-  logic [3:0]      rsem_q, sig_q;
-  logic            s_valid, s_ready, s_idle, s_req_done;
-  logic [W-1:0]    s_data;
-  logic [RW-1:0]   row_q;
-  logic            have_q;       // row_q holds a row being sent
-  logic [NFW-1:0]  fi_q;         // next body flit of row_q
-  logic            hdr_q;        // the next flit is a head
-  logic [PRW-1:0]  pkt_left_q;   // rows of the current packet after row_q
-  logic [63:0]     sent_q;
-  logic            fire, row_last_flit, take;
+  localparam int unsigned EW = (Engines > 1) ? $clog2(Engines) : 1;
 
-  tp_rd_stream #(.W(W)) u_rows (
-    .clk_i,
-    .rst_ni,
-    .start_i    (start_i && cfg_ok_i && !outside),
-    .addr_i     (20'(ici_vaddr(instr_i))),
-    .count_i    (32'(ici_rows(instr_i))),
-    .step_i     (20'd1),
-    .idle_o     (s_idle),
-    .req_done_o (s_req_done),
-    .req_o      (rd_req_o),
-    .addr_o     (rd_addr_o),
-    .gnt_i      (rd_gnt_i),
-    .rvalid_i   (rd_rvalid_i),
-    .rdata_i    (rd_rdata_i),
-    .valid_o    (s_valid),
-    .ready_i    (s_ready),
-    .data_o     (s_data)
-  );
-
-  // Flits of the current row: a head (when a packet starts), then NF body flits.
-  logic [FlitW-1:0] body, head_data;
-  logic             pkt_end, xfer_end;
-  assign body          = row_q[32'(fi_q) * FlitW +: FlitW];
-  assign row_last_flit = !hdr_q && (32'(fi_q) == NF - 1);
-  assign pkt_end       = row_last_flit && (pkt_left_q == '0);
-  assign xfer_end      = pkt_end && left_q == 0;  // the transfer's last flit
-  assign head_data     = FlitW'({left_q == 16'(pkt_left_q), rsem_q, raddr_q});  // last: no rows after this packet
-  assign fire          = inj_valid_o && inj_ready_i;
-  // A new row is taken when none is held or the held row's last flit goes now.
-  assign take          = s_valid && (!have_q || (fire && row_last_flit));
-  assign s_ready       = take;
+  // The engine of the head: its first hop's port mod Engines (dimension order, the shorter way
+  // round, as the router routes), engine 0 for this chip itself or the probe.
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [1:0]    step;  // only its direction
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [2:0]    hop;
+  logic [EW-1:0] eng;
+  always_comb begin
+    step = 2'b00;
+    hop  = 3'(P_L);
+    if (dst_x != my_x_i) begin
+      step = ring_step(my_x_i, dst_x, kx_i, slice_w_i == kx_i);
+      hop  = step[1] ? 3'(P_E) : 3'(P_W);
+    end else if (dst_y != my_y_i) begin
+      step = ring_step(my_y_i, dst_y, ky_i, slice_h_i == ky_i);
+      hop  = step[1] ? 3'(P_N) : 3'(P_S);
+    end
+    eng = (hop == 3'(P_L) || outside) ? '0 : EW'(32'(hop) % Engines);
+  end
 
   // This chip's lane (fixed, so one sender's packets stay in order).
   logic [VW-1:0] lane;
   assign lane = VW'((32'(my_x_i) + 32'(my_y_i)) % L);
 
-  always_comb begin
-    inj_valid_o = probe_q || have_q;
-    // {data, hops, src_y, src_x, dst_y, dst_x, vc, tail, head}, head at bit 0 (tp_ici_pkg)
-    inj_flit_o  = {(probe_q || hdr_q) ? head_data : body, HOPW'(0), my_y_i, my_x_i, dy_q, dx_q, lane,
-                   probe_q || (!hdr_q && pkt_end), probe_q || hdr_q};
+  logic [Engines-1:0] e_start, e_idle, e_cmpl, e_fire, e_rd_req, e_rd_gnt, e_rd_rvalid, e_report;
+  logic [19:0]        e_rd_addr [Engines];
+  logic [63:0]        e_sent    [Engines];
+  logic               go;
+  assign go = start_i && cfg_ok_i && (!outside || probe_ok);
+
+  for (genvar e = 0; e < Engines; e++) begin : gen_send
+    assign e_start[e] = go && (eng == EW'(e));
+    tp_ici_send #(.W(W), .VW(VW), .FlitW(FlitW), .PktRows(PktRows)) u_send (
+      .clk_i,
+      .rst_ni,
+      .start_i          (e_start[e]),
+      .probe_i          (outside),
+      .vaddr_i          (20'(ici_vaddr(instr_i))),
+      .raddr_i          (20'(ici_raddr(instr_i))),
+      .rows_i           (ici_rows(instr_i)),
+      .rsem_i           (ici_rsem(instr_i)),
+      .dx_i             (outside ? probe_x : dst_x),
+      .dy_i             (outside ? probe_y : dst_y),
+      .my_x_i,
+      .my_y_i,
+      .lane_i           (lane),
+      .idle_o           (e_idle[e]),
+      .cmpl_o           (e_cmpl[e]),
+      .fire_o           (e_fire[e]),
+      .cnt_bytes_sent_o (e_sent[e]),
+      .rd_req_o         (e_rd_req[e]),
+      .rd_addr_o        (e_rd_addr[e]),
+      .rd_gnt_i         (e_rd_gnt[e]),
+      .rd_rvalid_i      (e_rd_rvalid[e]),
+      .rd_rdata_i       (rd_rdata_i),
+      .inj_valid_o      (inj_valid_o[e]),
+      .inj_ready_i      (inj_ready_i[e]),
+      .inj_flit_o       (inj_flit_o[e])
+    );
   end
 
-  // left_q counts the rows not yet taken from the stream; a packet holds min(PktRows, left_q)
-  // rows from the row that starts it. A taken row starts a packet when the next flit is a head
-  // (hdr_q) and no row is held, or when the held row ends the current packet now.
-  logic        new_pkt;
-  assign new_pkt    = (!have_q && hdr_q) || (fire && pkt_end);
+  // The VMEM read port: round robin over the engines that request; the row comes back a cycle
+  // after the grant (tp_vmem) to the engine granted then.
+  logic          rd_any;
+  logic [EW-1:0] rd_who, rd_who_q;
+  tp_rr_arb #(.N(Engines)) u_rd_arb (
+    .clk_i,
+    .rst_ni,
+    .req_i       (e_rd_req),
+    .advance_i   (rd_gnt_i),
+    .gnt_valid_o (rd_any),
+    .gnt_idx_o   (rd_who)
+  );
+  assign rd_req_o  = rd_any;
+  assign rd_addr_o = e_rd_addr[rd_who];
+  always_comb begin
+    e_rd_gnt    = '0;
+    e_rd_rvalid = '0;
+    e_rd_gnt[rd_who]      = rd_any && rd_gnt_i;
+    e_rd_rvalid[rd_who_q] = rd_rvalid_i;
+  end
+
+  // Completions: one a cycle to the core, round robin; an engine whose completion waits holds it
+  // (pend_q, with its signal) and takes no new transfer until it is reported.
+  logic [Engines-1:0] pend_q, pend_d, cand;
+  logic [3:0]         sig_q [Engines];
+  logic               rep_any;
+  logic [EW-1:0]      rep_who;
+  assign cand = e_cmpl | pend_q;
+  tp_rr_arb #(.N(Engines)) u_cmpl_arb (
+    .clk_i,
+    .rst_ni,
+    .req_i       (cand),
+    .advance_i   (1'b1),
+    .gnt_valid_o (rep_any),
+    .gnt_idx_o   (rep_who)
+  );
+  always_comb begin
+    e_report = '0;
+    e_report[rep_who] = rep_any;
+    pend_d = cand & ~e_report;
+  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      busy_q     <= 1'b0;
-      probe_q    <= 1'b0;
-      dx_q       <= '0;
-      dy_q       <= '0;
-      raddr_q    <= '0;
-      left_q     <= '0;
-      rsem_q     <= '0;
-      sig_q      <= '0;
-      have_q     <= 1'b0;
-      fi_q       <= '0;
-      hdr_q      <= 1'b0;
-      pkt_left_q <= '0;
-      sent_q     <= '0;
+      rd_who_q <= '0;
+      pend_q   <= '0;
+      for (int e = 0; e < Engines; e++) sig_q[e] <= '0;
     end else begin
-      if (start_i) begin
-        busy_q  <= cfg_ok_i && (!outside || probe_ok);
-        probe_q <= cfg_ok_i && outside && probe_ok;
-        dx_q    <= outside ? probe_x : dst_x;
-        dy_q    <= outside ? probe_y : dst_y;
-        raddr_q <= 20'(ici_raddr(instr_i));
-        left_q  <= (cfg_ok_i && !outside) ? ici_rows(instr_i) : '0;
-        rsem_q  <= ici_rsem(instr_i);
-        sig_q   <= f_signal(instr_i);
-        hdr_q   <= 1'b1;
-      end
-      if (probe_q && fire) begin
-        probe_q <= 1'b0;
-        busy_q  <= 1'b0;
-      end
-      if (fire && !probe_q) begin
-        if (hdr_q) begin
-          hdr_q <= 1'b0;
-          fi_q  <= '0;
-        end else if (row_last_flit) begin
-          fi_q    <= '0;
-          raddr_q <= raddr_q + 20'd1;
-          if (pkt_end) hdr_q <= 1'b1;
-          else pkt_left_q <= pkt_left_q - 1'b1;
-          sent_q <= sent_q + RowBytes;
-        end else begin
-          fi_q <= fi_q + 1'b1;
-        end
-      end
-      if (take) begin
-        row_q  <= RW'(s_data);
-        have_q <= 1'b1;
-        left_q <= left_q - 16'd1;
-        // A packet starts with this row: it holds min(PktRows, rows from here) rows.
-        if (new_pkt) pkt_left_q <= (left_q > 16'(PktRows)) ? PRW'(PktRows - 1) : PRW'(left_q - 16'd1);
-      end else if (fire && row_last_flit) begin
-        have_q <= 1'b0;
-      end
-      if (busy_q && !probe_q && fire && xfer_end) busy_q <= 1'b0;
+      rd_who_q <= rd_who;
+      pend_q   <= pend_d;
+      for (int e = 0; e < Engines; e++) if (e_start[e]) sig_q[e] <= f_signal(instr_i);
     end
   end
 
-  assign idle_o     = !busy_q && s_idle;
-  assign cmpl_o     = busy_q && !probe_q && fire && xfer_end;
-  assign cmpl_sig_o = sig_q;
-  assign moving_o   = fire;
+  logic [63:0] sent_sum;
+  always_comb begin
+    sent_sum  = '0;
+    moving_o  = 1'b0;
+    tx_busy_o = 1'b0;
+    for (int e = 0; e < Engines; e++) begin
+      sent_sum  = sent_sum + e_sent[e];
+      moving_o  = moving_o || e_fire[e];
+      tx_busy_o = tx_busy_o || inj_valid_o[e];
+    end
+  end
+
+  assign ready_o    = e_idle[eng] && !pend_q[eng];
+  assign idle_o     = (&e_idle) && (pend_q == '0);
+  assign cmpl_o     = rep_any;
+  assign cmpl_sig_o = sig_q[rep_who];
   assign err_o      = start_i && (!cfg_ok_i || outside);
   assign err_code_o = !cfg_ok_i ? ErrIciConfig : ErrIciSlice;
   assign err_pc_o   = pc_i;
-  assign cnt_bytes_sent_o = sent_q;
+  assign cnt_bytes_sent_o = sent_sum;
 
   // ---- receive --------------------------------------------------------------------------------
   typedef struct packed {
@@ -286,50 +301,51 @@ module tp_ici_unit
     logic             tail;
     logic             head;
   } flit_t;
-  flit_t ej;
-  assign ej = flit_t'(ej_flit_i);
 
-  logic [RW-1:0]       rrow_q  [V];
-  logic [NFW-1:0]      rfi_q   [V];
-  logic [19:0]         raddr_r [V];
-  logic [3:0]          rsem_r  [V];
-  logic                rlast_r [V];
-  logic                inpkt_q [V];
-  logic [2*CW-1:0]     rsrc_r  [V];
-
-  // Complete rows wait here for the VMEM write port: {end, src, sig, addr, row} (end: the
+  // Complete rows wait per port for the VMEM write port: {end, src, sig, addr, row} (end: the
   // transfer's last row; end and src only feed the trace probe).
   localparam int unsigned WQW = 1 + 2 * CW + 4 + 20 + W;
-  logic           wq_push, wq_ready, wq_valid;
-  logic [WQW-1:0] wq_in, wq_out;
-  logic           ej_fire, row_done;
-  logic [63:0]    recv_q;
-  assign ej_ready_o = wq_ready;
-  assign ej_fire    = ej_valid_i && ej_ready_o;
-  assign row_done   = ej_fire && !ej.head && (32'(rfi_q[ej.vc]) == NF - 1);
-  assign wq_push    = row_done;
+  logic [Engines-1:0] wq_valid, wq_pop, rx_act;
+  logic [WQW-1:0]     wq_out [Engines];
 
-  logic [RW-1:0] full;  // the VC's row with this flit in place (padding past W unused)
-  always_comb begin
-    full = rrow_q[ej.vc];
-    full[32'(rfi_q[ej.vc]) * FlitW +: FlitW] = ej.data;
-    wq_in = {ej.tail && rlast_r[ej.vc], rsrc_r[ej.vc], (ej.tail && rlast_r[ej.vc]) ? rsem_r[ej.vc] : 4'd0,
-             raddr_r[ej.vc], full[W-1:0]};
-  end
+  for (genvar e = 0; e < Engines; e++) begin : gen_recv
+    flit_t ej;
+    assign ej = flit_t'(ej_flit_i[e]);
 
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      for (int v = 0; v < V; v++) begin
-        rfi_q[v]   <= '0;
-        raddr_r[v] <= '0;
-        rsem_r[v]  <= '0;
-        rlast_r[v] <= 1'b0;
-        inpkt_q[v] <= 1'b0;
-        rsrc_r[v]  <= '0;
-      end
-      recv_q <= '0;
-    end else begin
-      if (ej_fire) begin
+    logic [RW-1:0]       rrow_q  [V];
+    logic [NFW-1:0]      rfi_q   [V];
+    logic [19:0]         raddr_r [V];
+    logic [3:0]          rsem_r  [V];
+    logic                rlast_r [V];
+    logic                inpkt_q [V];
+    logic [2*CW-1:0]     rsrc_r  [V];
+
+    logic           wq_ready;
+    logic [WQW-1:0] wq_in;
+    logic           ej_fire, row_done;
+    assign ej_ready_o[e] = wq_ready;
+    assign ej_fire       = ej_valid_i[e] && ej_ready_o[e];
+    assign row_done      = ej_fire && !ej.head && (32'(rfi_q[ej.vc]) == NF - 1);
+
+    logic [RW-1:0] full;  // the VC's row with this flit in place (padding past W unused)
+    always_comb begin
+      full = rrow_q[ej.vc];
+      full[32'(rfi_q[ej.vc]) * FlitW +: FlitW] = ej.data;
+      wq_in = {ej.tail && rlast_r[ej.vc], rsrc_r[ej.vc], (ej.tail && rlast_r[ej.vc]) ? rsem_r[ej.vc] : 4'd0,
+               raddr_r[ej.vc], full[W-1:0]};
+    end
+
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        for (int v = 0; v < V; v++) begin
+          rfi_q[v]   <= '0;
+          raddr_r[v] <= '0;
+          rsem_r[v]  <= '0;
+          rlast_r[v] <= 1'b0;
+          inpkt_q[v] <= 1'b0;
+          rsrc_r[v]  <= '0;
+        end
+      end else if (ej_fire) begin
         if (ej.head) begin
           raddr_r[ej.vc] <= ej.data[tp_hw_pkg::IciHeadRaddrLsb +: 20];
           rsem_r[ej.vc]  <= ej.data[tp_hw_pkg::IciHeadRsemLsb +: 4];
@@ -345,52 +361,86 @@ module tp_ici_unit
           rfi_q[ej.vc] <= rfi_q[ej.vc] + 1'b1;
         end
       end
-      if (wr_req_o && wr_gnt_i) recv_q <= recv_q + RowBytes;
+    end
+    always_ff @(posedge clk_i) begin
+      if (ej_fire && !ej.head) rrow_q[ej.vc][32'(rfi_q[ej.vc]) * FlitW +: FlitW] <= ej.data;
+    end
+
+    tp_fifo #(.Width(WQW), .Depth(2)) u_wq (
+      .clk_i,
+      .rst_ni,
+      .valid_i (row_done),
+      .ready_o (wq_ready),
+      .data_i  (wq_in),
+      .valid_o (wq_valid[e]),
+      .ready_i (wq_pop[e]),
+      .data_o  (wq_out[e])
+    );
+
+    always_comb begin
+      rx_act[e] = 1'b0;
+      for (int v = 0; v < V; v++) rx_act[e] = rx_act[e] || inpkt_q[v];
+    end
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_rx;
+    assign unused_rx = ^{ej.hops, ej.dst_x, ej.dst_y, ej.data, full};
+    /* verilator lint_on UNUSEDSIGNAL */
+  end
+
+  // The VMEM write port: round robin over the ports with a row, the choice held while its request
+  // waits for the grant (the request stays stable, as the check below requires).
+  logic          wr_any, lock_q;
+  logic [EW-1:0] wr_rr, wr_who, wr_who_q;
+  tp_rr_arb #(.N(Engines)) u_wr_arb (
+    .clk_i,
+    .rst_ni,
+    .req_i       (wq_valid),
+    .advance_i   (wr_gnt_i),
+    .gnt_valid_o (wr_any),
+    .gnt_idx_o   (wr_rr)
+  );
+  assign wr_who = lock_q ? wr_who_q : wr_rr;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      lock_q   <= 1'b0;
+      wr_who_q <= '0;
+    end else begin
+      lock_q   <= wr_req_o && !wr_gnt_i;
+      wr_who_q <= wr_who;
     end
   end
-  always_ff @(posedge clk_i) begin
-    if (ej_fire && !ej.head) rrow_q[ej.vc][32'(rfi_q[ej.vc]) * FlitW +: FlitW] <= ej.data;
-  end
-
-  tp_fifo #(.Width(WQW), .Depth(2)) u_wq (
-    .clk_i,
-    .rst_ni,
-    .valid_i (wq_push),
-    .ready_o (wq_ready),
-    .data_i  (wq_in),
-    .valid_o (wq_valid),
-    .ready_i (wr_gnt_i),
-    .data_o  (wq_out)
-  );
-  assign wr_req_o  = wq_valid;
-  assign wr_addr_o = wq_out[W +: 20];
-  assign wr_data_o = wq_out[W-1:0];
-  assign rsig_o    = (wq_valid && wr_gnt_i) ? wq_out[W+20 +: 4] : 4'd0;
-  assign rx_end_o  = wq_valid && wr_gnt_i && wq_out[WQW-1];
-  assign rx_src_o  = wq_out[W+24 +: 2*CW];
-
   always_comb begin
-    rx_busy_o = wq_valid;
-    for (int v = 0; v < V; v++) rx_busy_o = rx_busy_o || inpkt_q[v];
+    wq_pop = '0;
+    wq_pop[wr_who] = wr_gnt_i;
   end
+
+  logic [63:0] recv_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) recv_q <= '0;
+    else if (wr_req_o && wr_gnt_i) recv_q <= recv_q + RowBytes;
+  end
+
+  assign wr_req_o  = wr_any || lock_q;
+  assign wr_addr_o = wq_out[wr_who][W +: 20];
+  assign wr_data_o = wq_out[wr_who][W-1:0];
+  assign rsig_o    = (wr_req_o && wr_gnt_i) ? wq_out[wr_who][W+20 +: 4] : 4'd0;
+  assign rx_end_o  = wr_req_o && wr_gnt_i && wq_out[wr_who][WQW-1];
+  assign rx_src_o  = wq_out[wr_who][W+24 +: 2*CW];
+  assign rx_busy_o = (wq_valid != '0) || (rx_act != '0);
   assign cnt_bytes_recv_o = recv_q;
 
-  // ---- protocol checks: the injection and ejection channels (valid/ready), the VMEM write
-  //      request (held until granted) -------------------------------------------------------
-  tp_assert_stable #(.Width(FW), .Name("tp_ici_unit injection")) u_check_inj (
-    .clk_i,
-    .rst_ni,
-    .valid_i (inj_valid_o),
-    .ready_i (inj_ready_i),
-    .data_i  (inj_flit_o)
-  );
-  tp_assert_stable #(.Width(FW), .Name("tp_ici_unit ejection (the router's side)")) u_check_ej (
-    .clk_i,
-    .rst_ni,
-    .valid_i (ej_valid_i),
-    .ready_i (ej_ready_o),
-    .data_i  (ej_flit_i)
-  );
+  // ---- protocol checks: the ejection channels (valid/ready; the injection channels are checked
+  //      in tp_ici_send), the VMEM write request (held until granted) --------------------------
+  for (genvar e = 0; e < Engines; e++) begin : gen_check_ej
+    tp_assert_stable #(.Width(FW), .Name("tp_ici_unit ejection (the router's side)")) u_check_ej (
+      .clk_i,
+      .rst_ni,
+      .valid_i (ej_valid_i[e]),
+      .ready_i (ej_ready_o[e]),
+      .data_i  (ej_flit_i[e])
+    );
+  end
   tp_assert_stable #(.Width(20 + W), .Name("tp_ici_unit VMEM writes")) u_check_wr (
     .clk_i,
     .rst_ni,
@@ -398,9 +448,9 @@ module tp_ici_unit
     .ready_i (wr_gnt_i),
     .data_i  ({wr_addr_o, wr_data_o})
   );
-
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic unused_ok;
-  assign unused_ok = ^{ej.hops, ej.dst_x, ej.dst_y, s_req_done, ej.data, full};
-  /* verilator lint_on UNUSEDSIGNAL */
+`ifndef SYNTHESIS
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && start_i && !ready_o) $error("tp_ici_unit: a transfer started while its engine was busy");
+  end
+`endif
 endmodule

@@ -18,13 +18,30 @@ package tp_ici_pkg;
   localparam int unsigned CNTW = tp_hw_pkg::IciCreditW;  // freed-credit counters (mod 256)
   localparam int unsigned CRCW = tp_hw_pkg::IciCrcW;     // CRC-16-CCITT, polynomial 0x1021, initial value 0xffff
 
-  // Router ports: four torus links and the local (injection/ejection) port.
+  // Router ports: four torus links, then the local (injection/ejection) ports from P_L on
+  // (tp_ici_router's Locals of them).
   localparam int unsigned P_N = 0;  // towards y + 1
   localparam int unsigned P_S = 1;  // towards y - 1
   localparam int unsigned P_E = 2;  // towards x + 1
   localparam int unsigned P_W = 3;  // towards x - 1
   localparam int unsigned P_L = 4;
-  localparam int unsigned NPORTS = 5;
+
+  // Direction and dateline crossing in one dimension of the route (tp_ici_router; the ICI unit
+  // picks its send engine by the first hop): go positive? wraps the wrap link?
+  function automatic logic [1:0] ring_step(input logic [CW-1:0] here, input logic [CW-1:0] dst,
+                                           input logic [CW:0] k, input logic full_ring);
+    logic [CW:0] fwd, back;
+    logic        pos, wraps;
+    fwd  = ({1'b0, dst} >= {1'b0, here}) ? {1'b0, dst} - {1'b0, here} : {1'b0, dst} + k - {1'b0, here};
+    back = k - fwd;
+    // The shorter way; a tie (k even, half way round) goes positive to an even destination and
+    // negative to an odd one: a fixed rule that splits tie traffic evenly between directions.
+    if (full_ring) pos = (fwd < back) || ((fwd == back) && !dst[0]);
+    else pos = (dst > here);             // inside a partial slice: never wrap
+    if (pos) wraps = full_ring && ({1'b0, here} == k - 1'b1);
+    else wraps = full_ring && (here == '0);
+    return {pos, wraps};
+  endfunction
 
   function automatic logic [CRCW-1:0] crc16_bit(input logic [CRCW-1:0] crc, input logic b);
     return {crc[CRCW-2:0], 1'b0} ^ ((crc[CRCW-1] ^ b) ? 16'h1021 : 16'h0000);

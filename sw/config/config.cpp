@@ -68,7 +68,9 @@ bool get_bool(const json& obj, const std::string& key, const std::string& origin
 }
 
 IciConfig parse_ici(const json& c, const std::string& origin, const std::string& where) {
-  check_keys(c, {"torus", "vcs", "buf_flits", "flit_bits", "replay_flits", "link_latency", "sa_iters", "class_choice"},
+  check_keys(c,
+             {"torus", "vcs", "buf_flits", "flit_bits", "replay_flits", "link_latency", "sa_iters", "class_choice",
+              "local_ports"},
              origin, where);
   IciConfig ici;
   if (!c.contains("torus") || !c["torus"].is_array() || c["torus"].size() != 2 || !c["torus"][0].is_number_integer() ||
@@ -86,10 +88,11 @@ IciConfig parse_ici(const json& c, const std::string& origin, const std::string&
   if ((ici.replay_flits & (ici.replay_flits - 1)) != 0)
     fail(origin, where + ".replay_flits", fmt::format("{} is not a power of two", ici.replay_flits));
   ici.link_latency = get_uint(c, "link_latency", 1, 64, origin, where);
-  // Optional (the router's plain allocator without them): switch-allocation iterations and the
-  // class choice on uncrossed rings.
+  // Optional (the router's plain allocator and one local port without them): switch-allocation
+  // iterations, the class choice on uncrossed rings, the local ports (ICI send engines).
   if (c.contains("sa_iters")) ici.sa_iters = get_uint(c, "sa_iters", 1, 4, origin, where);
   if (c.contains("class_choice")) ici.class_choice = get_bool(c, "class_choice", origin, where);
+  if (c.contains("local_ports")) ici.local_ports = get_uint(c, "local_ports", 1, 4, origin, where);
   return ici;
 }
 
@@ -650,7 +653,8 @@ std::string preset_json(const Preset& p) {
               {"replay_flits", p.ici.replay_flits},
               {"link_latency", p.ici.link_latency},
               {"sa_iters", p.ici.sa_iters},
-              {"class_choice", p.ici.class_choice}}}};
+              {"class_choice", p.ici.class_choice},
+              {"local_ports", p.ici.local_ports}}}};
   return j.dump();
 }
 

@@ -30,6 +30,7 @@ struct IciConfig {
   unsigned link_latency = 1;          // cycles on the wire
   unsigned sa_iters = 1;              // switch-allocation iterations (the router's SaIters, docs/ici.md)
   bool class_choice = false;          // the router's ClassChoice: a dateline class per flow on uncrossed rings
+  unsigned local_ports = 1;           // the router's local ports = the ICI unit's send engines (Locals, 1..4)
 };
 
 struct HbmTimingConfig {

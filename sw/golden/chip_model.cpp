@@ -446,15 +446,17 @@ void ChipModel::execute(unsigned q) {
 
   // ici.send's checks at execution (docs/isa.md): the registers, then an absolute destination.
   Coord dst;
+  unsigned engine = 0;
   if (in.op == Op::ici_send) {
     if (!ici_regs_ok(ici_)) return fail(Err::ici_config, e.pc);
     const std::optional<Coord> d =
         ici_destination(ici_, static_cast<int64_t>(f.dx), static_cast<int64_t>(f.dy), f.abs != 0);
     if (!d) return fail(Err::ici_slice, e.pc);
     dst = *d;
+    engine = injection_port(torus_of(ici_), slice_of(ici_), coord_of(ici_), dst, preset_.ici.local_ports);
   }
 
-  const TimeSpan span = timing_->execute(q, e.seq, in, std::max(e.dispatch_t, token_t));
+  const TimeSpan span = timing_->execute(q, e.seq, in, std::max(e.dispatch_t, token_t), engine);
   timeline_.span(q, e.pc, e.dispatch_t, token_t, span.start, span.complete);
   if (timeline_.keeps_events()) {  // the estimate's counter tracks (docs/observability.md)
     if (in.op == Op::mxu_mm) timeline_.activity("mxu busy", span.start, span.start + f.rows, double(f.rows));

@@ -16,8 +16,11 @@
 //    later (the array's drain); vector ceil(rows / sublanes) + 4, + latency - 1 for the pipelined
 //    ops (the ISA table's latency: vexp, vrcp); fence waits for its queue, takes no time;
 //    ici.send one flit per cycle, rows * (1 + ceil(32 n / ici.flit_bits)) flits (a head flit and
-//    the row's body flits for every row): complete when the last flit has left;
-//  - completions (signals) of a queue are in order; est_cycles is the last completion;
+//    the row's body flits for every row) on its send engine (ici.local_ports of them, the
+//    engine of its first hop), starting in program order when that engine is free: complete when
+//    the last flit has left;
+//  - completions (signals) of a queue are in order, but the ICI queue's, whose engines complete
+//    in any order; est_cycles is the last completion;
 //  - an ici.send's rows arrive hops * ici.link_latency after it completes.
 // Ignored: the load and store DMA sharing the memory port, VMEM bank conflicts, memory
 // back-pressure, the front end's fetch pipeline, and on ICI the router's contention, credits and
@@ -49,6 +52,7 @@ class DataflowTiming final : public ChipTiming {
     for (auto& s : slot_free_) s.assign(depth_, 0);
     unit_free_.fill(0);
     queue_done_.fill(0);
+    engine_free_.fill(0);
     front_t_ = 0;
     mxu_handoff_ = loader_free_ = streamer_free_ = last_mm_start_ = lw_done_ = 0;
     switch_pending_ = false;
@@ -64,7 +68,7 @@ class DataflowTiming final : public ChipTiming {
   void halt() override { front_t_ += 1; }
   void scalar(bool paired) override { front_t_ += paired ? 0 : 1; }
 
-  TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready) override {
+  TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready, unsigned engine) override {
     const isa::Fields& f = in.f;
     uint64_t start = 0, complete = 0;
     switch (in.op) {
@@ -100,11 +104,17 @@ class DataflowTiming final : public ChipTiming {
         mxu_handoff_ = start;
         last_mm_start_ = start;
         break;
-      case Op::ici_send:
-        start = std::max(ready, unit_free_[q]);
+      case Op::ici_send: {
+        // In program order (the queue starts its head only), on the engine's own time.
+        uint64_t& e = engine_free_.at(engine);
+        start = std::max({ready, e, unit_free_[q]});
         complete = start + f.rows * flits_per_row_;
-        unit_free_[q] = complete;
-        break;
+        e = complete;
+        unit_free_[q] = start;
+        queue_done_[q] = std::max(queue_done_[q], complete);  // what a fence on the queue waits for
+        slot_free_[q][seq % depth_] = complete;
+        return {start, complete};
+      }
       default:  // vector: sublanes rows a cycle, plus the op's pipeline stages past the first
         start = std::max(ready, unit_free_[q]);
         complete = start + (f.rows + sublanes_ - 1) / sublanes_ + 4 + (isa::latency(in.op) - 1);
@@ -130,6 +140,7 @@ class DataflowTiming final : public ChipTiming {
   std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;  // ring: completion time by seq % depth
   std::array<uint64_t, isa::kQueues> unit_free_{};             // load/vec/store/ici: last completion
   std::array<uint64_t, isa::kQueues> queue_done_{};            // last completion per queue (in order)
+  std::array<uint64_t, 4> engine_free_{};                      // per ICI send engine: last completion
   uint64_t front_t_ = 0;
   uint64_t mxu_handoff_ = 0, loader_free_ = 0, streamer_free_ = 0, last_mm_start_ = 0, lw_done_ = 0;
   bool switch_pending_ = false;  // the next mxu.mm switches to the tile of the last mxu.lw

@@ -39,9 +39,11 @@ class ChipTiming {
   // paired (issued in the same cycle as the instruction before it, docs/chip.md).
   virtual void scalar(bool paired) = 0;
   // The head of queue q, its seq-th instruction, starts. ready: the latest of its dispatch time
-  // and the arrival of the semaphore count it took. Returns when it starts and completes; the
-  // completions of one queue are in order.
-  virtual TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr&, uint64_t ready) = 0;
+  // and the arrival of the semaphore count it took. engine: for an ici.send, the ICI unit's send
+  // engine it goes to (golden::injection_port of its destination), else 0. Returns when it
+  // starts and completes; the completions of one queue are in order, but for the ICI queue's,
+  // whose engines complete in any order.
+  virtual TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr&, uint64_t ready, unsigned engine) = 0;
   // When the last row of an ici.send that ran over `span` is written on a destination `hops` link
   // hops away (its rsem count arrives then).
   virtual uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const = 0;

@@ -107,6 +107,17 @@ std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, u
   return out;
 }
 
+unsigned injection_port(Torus t, const Slice& s, Coord src, Coord dst, unsigned locals) {
+  if (locals == 0) throw std::invalid_argument("ici injection_port: no local ports");
+  if (src == dst || !in_slice(dst, s)) return 0;
+  return route_ports(t, s, src, dst).front() % locals;
+}
+
+unsigned ejection_port(Torus t, const Slice& s, Coord src, Coord dst, unsigned locals) {
+  if (src == dst) return injection_port(t, s, src, dst, locals);
+  return (route_ports(t, s, src, dst).back() ^ 1u) % locals;  // N<->S, E<->W
+}
+
 bool ici_regs_ok(const IciRegs& r) {
   return r.kx >= 1 && r.kx <= 32 && r.ky >= 1 && r.ky <= 32 && r.w >= 1 && r.h >= 1 && uint64_t{r.x0} + r.w <= r.kx &&
          uint64_t{r.y0} + r.h <= r.ky && in_slice(coord_of(r), slice_of(r));

@@ -55,6 +55,14 @@ unsigned hops(Torus t, const Slice& s, Coord src, Coord dst);
 // 2 east = x+1, 3 west), as the RTL numbers its link ports.
 std::vector<unsigned> route_ports(Torus t, const Slice& s, Coord src, Coord dst);
 
+// The local port a transfer from src to dst enters and leaves the network by, with `locals`
+// local ports (docs/ici.md): injected on local port (first hop's port) mod locals (0 to src
+// itself, or to a dst outside the slice: the ICI unit's probe), which is also the ICI unit's send
+// engine; ejected on (arrival port) mod locals, the arrival port being the one opposite the
+// last hop (the injection port for src itself).
+unsigned injection_port(Torus t, const Slice& s, Coord src, Coord dst, unsigned locals);
+unsigned ejection_port(Torus t, const Slice& s, Coord src, Coord dst, unsigned locals);
+
 // The VC used on each link hop of route(t, s, src, dst) (one entry per hop) by a packet injected
 // on lane `lane` with `vcs` VCs per port. Throws std::invalid_argument unless vcs is even and at
 // least 2 and lane < vcs / 2 (and for the reasons route() throws).

@@ -3,7 +3,9 @@
 // router (tp_ici_router, the same RTL that sits in the Verilated chip) behind a C++ network
 // interface that speaks the ICI unit's packet format (tp_ici_unit.sv): a head flit {last, rsem,
 // raddr}, then ceil(32 n / flit_bits) body flits per row, up to 4 rows a packet, on the chip's
-// lane (x + y) mod (vcs / 2). So a golden chip and Verilated chips share one pod, link words and all.
+// lane (x + y) mod (vcs / 2), each transfer on the local port of its first hop (mod the router's
+// local ports, as the ICI unit's send engines), arrivals taken from every ejection port. So a
+// golden chip and Verilated chips share one pod, link words and all.
 //
 // Timing: the interpreter runs a chip's instructions as soon as their semaphores allow, in zero
 // pod cycles; only the network takes time. Its "cycles" counter is the interpreter's estimate. A
@@ -38,16 +40,22 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
         ctx_(std::make_unique<VerilatedContext>()),
         layout_{p.ici.vcs > 2 ? static_cast<unsigned>(std::bit_width(p.ici.vcs - 1)) : 1u, p.ici.flit_bits},
         nf_((32 * p.mxu.n + p.ici.flit_bits - 1) / p.ici.flit_bits),
-        rx_(p.ici.vcs) {
+        out_(kLocals),
+        rx_(std::size_t{kLocals} * p.ici.vcs) {
     static_assert(std::is_same_v<std::decay_t<decltype(std::declval<Router&>().tx_data_o[0])>, LinkT> &&
                       std::is_same_v<std::decay_t<decltype(std::declval<Router&>().rv_out_o[0])>, RevT>,
                   "the router model's link words must be the chip's");
+    if (p.ici.local_ports != kLocals)
+      throw std::invalid_argument(fmt::format("GoldenPodChip: preset '{}' has {} local ports, the router model {}",
+                                              p.name, p.ici.local_ports, kLocals));
     ctx_->randReset(tb::kRandReset);
     r_ = std::make_unique<Router>(ctx_.get(), "router");
     r_->rst_ni = 0;
     r_->clk_i = 0;
-    r_->inj_valid_i = 0;
-    r_->ej_ready_i = 1;
+    for (unsigned j = 0; j < kLocals; ++j) {
+      r_->inj_valid_i[j] = 0;
+      r_->ej_ready_i[j] = 1;
+    }
     for (unsigned q = 0; q < 4; ++q) {
       r_->rx_valid_i[q] = 0;
       r_->fault_rate_i[q] = 0;
@@ -64,7 +72,9 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   bool done() override { return finished_; }
   bool waiting() override { return started_ && !finished_ && result_.waiting; }
   bool ici_busy() override {
-    if (!out_.empty() || r_->ej_valid_o || r_->busy_o) return true;
+    if (r_->busy_o) return true;
+    for (unsigned j = 0; j < kLocals; ++j)
+      if (!out_[j].empty() || r_->ej_valid_o[j]) return true;
     return std::any_of(rx_.begin(), rx_.end(), [](const Rx& v) { return v.in_packet; });
   }
   uint32_t csr_read(uint32_t a) override {
@@ -102,7 +112,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
                                          {"ici_bytes_sent", s.ici_bytes_sent},
                                          {"ici_bytes_received", s.ici_bytes_received},
                                          {"ici_refused", r_->cnt_refused_o},
-                                         {"ici_flits_local", r_->cnt_flits_o[4]},
+                                         {"ici_flits_local", flits_local()},
                                          {"ici_packets_received", packets_in_},
                                          {"ici_lane_errors", lane_errors_}};
     const char* links[4] = {"n", "s", "e", "w"};
@@ -116,7 +126,8 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   }
 
  protected:
-  using Flit = std::decay_t<decltype(std::declval<Router&>().inj_flit_i)>;
+  using Flit = std::decay_t<decltype(std::declval<Router&>().inj_flit_i[0])>;
+  static constexpr unsigned kLocals = vl_count<decltype(std::declval<Router&>().inj_valid_i)>;
 
   void clock(const typename GoldenPodChip::CsrWrite* w) override {
     if (w) write_reg(w->addr, w->data);
@@ -127,18 +138,26 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
       r.rx_data_i[q] = f.data;
       r.rv_in_i[q] = this->rev_in[q]->read().data;
     }
-    r.inj_valid_i = !out_.empty();
-    if (!out_.empty()) r.inj_flit_i = out_.front();
-    r.ej_ready_i = 1;
+    for (unsigned j = 0; j < kLocals; ++j) {
+      r.inj_valid_i[j] = !out_[j].empty();
+      if (!out_[j].empty()) r.inj_flit_i[j] = out_[j].front();
+      r.ej_ready_i[j] = 1;
+    }
     r.clk_i = 0;
     r.eval();
-    const bool injected = r.rst_ni && r.inj_valid_i && r.inj_ready_o;
-    const bool ejected = r.rst_ni && r.ej_valid_o;
-    const Flit ej = r.ej_flit_o;
+    std::array<bool, kLocals> injected{}, ejected{};
+    std::array<Flit, kLocals> ej{};
+    for (unsigned j = 0; j < kLocals; ++j) {
+      injected[j] = r.rst_ni && r.inj_valid_i[j] && r.inj_ready_o[j];
+      ejected[j] = r.rst_ni && r.ej_valid_o[j];
+      ej[j] = r.ej_flit_o[j];
+    }
     r.clk_i = 1;
     r.eval();
-    if (injected) out_.pop_front();
-    if (ejected) receive(ej);
+    for (unsigned j = 0; j < kLocals; ++j) {
+      if (injected[j]) out_[j].pop_front();
+      if (ejected[j]) receive(j, ej[j]);
+    }
     for (unsigned q = 0; q < 4; ++q) {
       this->fwd[q]->write({static_cast<bool>(r.tx_valid_o[q]), r.tx_data_o[q]});
       this->rev[q]->write({true, r.rv_out_o[q]});
@@ -239,9 +258,22 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     early_.clear();
   }
 
-  // The ICI unit's packets for one ici.send (tp_ici_unit.sv).
+  uint64_t flits_local() const {
+    uint64_t s = 0;
+    for (unsigned j = 0; j < kLocals; ++j) s += r_->cnt_flits_o[4 + j];
+    return s;
+  }
+
+  // The local port of a transfer to dst (tp_ici_unit's engine choice).
+  unsigned local_port(golden::Coord dst) const {
+    return golden::injection_port(golden::torus_of(regs_), golden::slice_of(regs_), golden::coord_of(regs_), dst,
+                                  kLocals);
+  }
+
+  // The ICI unit's packets for one ici.send (tp_ici_unit.sv), on its engine's local port.
   void packetize(const golden::IciMessage& m) {
     const unsigned lanes = p_.mxu.n, fb = p_.ici.flit_bits;
+    std::deque<Flit>& out = out_[local_port(m.dst)];
     const auto rows = static_cast<uint32_t>(m.words.size() / lanes);
     for (uint32_t r0 = 0; r0 < rows; r0 += kPktRows) {
       const uint32_t n = std::min(kPktRows, rows - r0);
@@ -251,7 +283,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
       const uint64_t data = (uint64_t{m.raddr + r0} << ici::kHeadRaddrLsb) | (uint64_t{m.rsem} << ici::kHeadRsemLsb) |
                             (uint64_t{r0 + n == rows} << ici::kHeadLastLsb);
       set_bits(head, layout_.data(), std::min(fb, 64u), data);
-      out_.push_back(head);
+      out.push_back(head);
       for (uint32_t r = r0; r < r0 + n; ++r) {
         for (unsigned k = 0; k < nf_; ++k) {
           Flit f{};
@@ -265,7 +297,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
               v |= uint64_t{m.words[std::size_t{r} * lanes + word + 1]} << (32 - bit % 32);
             set_bits(f, layout_.data() + b, std::min(32u, fb - b), v & 0xffffffffu);
           }
-          out_.push_back(f);
+          out.push_back(f);
         }
       }
     }
@@ -281,12 +313,12 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     set_bits(f, layout_.vc(), layout_.vw, (regs_.x + regs_.y) % (p_.ici.vcs / 2));
   }
 
-  // Arrivals: per output VC, rows reassembled and written as they complete; the packet marked
-  // last signals its semaphore with its last row.
-  void receive(const Flit& f) {
+  // Arrivals: per ejection port and output VC, rows reassembled and written as they complete; the
+  // packet marked last signals its semaphore with its last row.
+  void receive(unsigned port, const Flit& f) {
     const unsigned fb = p_.ici.flit_bits, lanes = p_.mxu.n;
     const auto vc = static_cast<unsigned>(get_bits(f, layout_.vc(), layout_.vw));
-    Rx& rx = rx_.at(vc);
+    Rx& rx = rx_.at(std::size_t{port} * p_.ici.vcs + vc);
     if (get_bits(f, 0, 1)) {
       // The network's contract (docs/ici.md): a packet keeps its sender's lane, (x + y) mod L,
       // end to end, whichever chip sent it (a Verilated chip's ICI unit or a golden chip).
@@ -334,8 +366,8 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   FlitLayout layout_;
   unsigned nf_;
   golden::IciRegs regs_;
-  std::deque<Flit> out_;
-  std::vector<Rx> rx_;
+  std::vector<std::deque<Flit>> out_;  // flits waiting, per local port
+  std::vector<Rx> rx_;                 // per (ejection port, VC)
   struct Early {
     uint32_t raddr;
     std::vector<uint32_t> row;

@@ -3,6 +3,7 @@
 // ICI flit layout. No GoogleTest here: the tools link this without the test framework.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -87,6 +88,17 @@ void flip_bit(T& v, unsigned b) {
   else
     v[b / 32] ^= 1u << (b % 32);
 }
+
+// The element count N of an unpacked array port of a Verilated model (a C array T[N] at the top
+// level, VlUnpacked<T, N> inside): vl_count<decltype(model.port)>.
+template <class A>
+struct vl_count_of;
+template <class T, std::size_t N>
+struct vl_count_of<T[N]> : std::integral_constant<unsigned, static_cast<unsigned>(N)> {};
+template <template <class, std::size_t> class A, class T, std::size_t N>
+struct vl_count_of<A<T, N>> : std::integral_constant<unsigned, static_cast<unsigned>(N)> {};
+template <class A>
+inline constexpr unsigned vl_count = vl_count_of<std::remove_cvref_t<A>>::value;
 
 // Flit fields, LSB first (sw/isa/hw.json "ici", generated).
 using FlitLayout = isa::hw::ici::FlitLayout;

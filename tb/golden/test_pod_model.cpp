@@ -346,7 +346,7 @@ class CountingTiming final : public ChipTiming {
   uint64_t dispatch(unsigned, uint64_t) override { return ++t_; }
   void halt() override { ++t_; }
   void scalar(bool) override { ++t_; }
-  TimeSpan execute(unsigned, uint64_t, const tp::isa::Instr&, uint64_t ready) override {
+  TimeSpan execute(unsigned, uint64_t, const tp::isa::Instr&, uint64_t ready, unsigned) override {
     t_ = std::max(t_, ready) + 100;
     return {ready, t_};
   }

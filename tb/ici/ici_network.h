@@ -1,5 +1,7 @@
 // A torus of Verilated ICI routers wired in C++: links with latency and optional bit flips,
-// network interfaces that inject and reassemble packets, and a scoreboard.
+// network interfaces that inject and reassemble packets, and a scoreboard. A router with several
+// local ports (Locals) gets a packet on local port (first hop) mod Locals, as the chip's ICI
+// unit sends, and is drained on every ejection port.
 //
 // Every packet carries its id and a data pattern derived from it; at delivery the scoreboard
 // checks: delivered once, at its destination, intact (every flit, the length), in order per
@@ -73,6 +75,9 @@ class IciNetwork {
     if (!opt_.slices.empty() && opt_.slices.size() != std::size_t{kx} * ky)
       throw std::invalid_argument("IciNetwork: one slice per node, or none");
     layout_ = {cfg.vcs > 2 ? static_cast<unsigned>(std::bit_width(cfg.vcs - 1)) : 1u, cfg.flit_bits};
+    if (cfg.local_ports != kLocals)
+      throw std::invalid_argument(
+          fmt::format("IciNetwork: the config has {} local ports, the router model {}", cfg.local_ports, kLocals));
     ctx_->randReset(kRandReset);
     ctx_->randSeed(static_cast<int>(opt_.seed % 0x7fffffff) + 1);  // never 0: Verilator's 'random'
     const unsigned n = kx * ky;
@@ -102,8 +107,12 @@ class IciNetwork {
       r.slice_h_i = u8(nd.slice.h);
       r.rst_ni = 0;
       r.clk_i = 0;
-      r.inj_valid_i = 0;
-      r.ej_ready_i = 0;
+      for (unsigned j = 0; j < kLocals; ++j) {
+        r.inj_valid_i[j] = 0;
+        r.ej_ready_i[j] = 0;
+      }
+      nd.ports.resize(kLocals);
+      nd.rx.resize(std::size_t{kLocals} * cfg.vcs);
       for (unsigned p = 0; p < 4; ++p) {
         r.rx_valid_i[p] = 0;
         r.fault_rate_i[p] = 0;
@@ -146,7 +155,7 @@ class IciNetwork {
     p.expect_refusal = !golden::in_slice(dst, slice(src));
     if (!p.expect_refusal) order_[key(p)].push_back(id);
     packets_.push_back(p);
-    nodes_[index(src)].queue.push_back(id);
+    nodes_[index(src)].ports[local_port(src, dst)].queue.push_back(id);
     ++outstanding_;
     return id;
   }
@@ -164,12 +173,15 @@ class IciNetwork {
         r.rx_data_i[p] = w.data;
         r.rv_in_i[p] = nodes_[neighbour(i, p)].rev[opposite(p)].front().data;
       }
-      if (!nd.holding && !nd.queue.empty()) {
-        load_flit(nd);
-        nd.holding = true;
+      for (unsigned j = 0; j < kLocals; ++j) {
+        Port& lp = nd.ports[j];
+        if (!lp.holding && !lp.queue.empty()) {
+          load_flit(r.inj_flit_i[j], lp);
+          lp.holding = true;
+        }
+        r.inj_valid_i[j] = lp.holding;
+        r.ej_ready_i[j] = !(opt_.ej_stall > 0 && std::bernoulli_distribution(opt_.ej_stall)(rng_));
       }
-      r.inj_valid_i = nd.holding;
-      r.ej_ready_i = !(opt_.ej_stall > 0 && std::bernoulli_distribution(opt_.ej_stall)(rng_));
     }
     for (auto& nd : nodes_) {
       nd.r->clk_i = 0;
@@ -179,13 +191,16 @@ class IciNetwork {
     for (unsigned i = 0; i < nodes_.size(); ++i) {
       Node& nd = nodes_[i];
       Router& r = *nd.r;
-      if (r.refused_o) progress |= refuse(nd);
-      if (r.ej_valid_o && r.ej_ready_i) progress |= eject(nd, r.ej_flit_o);
-      if (nd.holding && r.inj_ready_o) {
-        nd.holding = false;
-        if (++nd.flit_idx == packets_[nd.queue.front()].len) {
-          nd.flit_idx = 0;
-          nd.queue.pop_front();
+      for (unsigned j = 0; j < kLocals; ++j) {
+        Port& lp = nd.ports[j];
+        if (r.refused_o[j]) progress |= refuse(nd, lp);
+        if (r.ej_valid_o[j] && r.ej_ready_i[j]) progress |= eject(nd, j, r.ej_flit_o[j]);
+        if (lp.holding && r.inj_ready_o[j]) {
+          lp.holding = false;
+          if (++lp.flit_idx == packets_[lp.queue.front()].len) {
+            lp.flit_idx = 0;
+            lp.queue.pop_front();
+          }
         }
       }
     }
@@ -246,11 +261,11 @@ class IciNetwork {
   uint64_t network_flits_ejected() const { return network_flits_; }
 
   // Every router's per-port flit counters against the golden routes of the delivered packets:
-  // this checks each packet's path (direction of every hop, ties, the no-wrap rule), not just
-  // its length. Returns the mismatches found.
+  // this checks each packet's path (direction of every hop, ties, the no-wrap rule) and its
+  // ejection port (the arrival port mod Locals), not just its length. Returns the mismatches found.
   std::vector<std::string> check_paths() {
     const unsigned kx = opt_.torus.kx;
-    std::vector<std::array<uint64_t, 5>> want(nodes_.size(), std::array<uint64_t, 5>{});
+    std::vector<std::array<uint64_t, 4 + kLocals>> want(nodes_.size(), std::array<uint64_t, 4 + kLocals>{});
     for (const auto& p : packets_) {
       if (!p.done || p.refused) continue;
       Coord here = p.src;
@@ -260,11 +275,11 @@ class IciNetwork {
         want[index(nodes[h])][ports[h]] += p.len;
         here = nodes[h + 1];
       }
-      want[index(here)][4] += p.len;
+      want[index(here)][4 + ejection_port(p)] += p.len;
     }
     std::vector<std::string> out;
     for (unsigned i = 0; i < nodes_.size(); ++i)
-      for (unsigned port = 0; port < 5; ++port)
+      for (unsigned port = 0; port < 4 + kLocals; ++port)
         if (nodes_[i].r->cnt_flits_o[port] != want[i][port])
           out.push_back(fmt::format("router ({},{}) port {}: {} flits, the golden routes give {}", i % kx, i / kx, port,
                                     nodes_[i].r->cnt_flits_o[port], want[i][port]));
@@ -272,6 +287,8 @@ class IciNetwork {
   }
 
   // Sum of a per-port counter over all routers, e.g. sum([](Router& r, unsigned p) { return r.cnt_retx_o[p]; }).
+  static constexpr unsigned locals() { return kLocals; }
+
   template <class F>
   uint64_t sum(F f, unsigned ports = 4) {
     uint64_t s = 0;
@@ -283,10 +300,16 @@ class IciNetwork {
  private:
   using Link = std::decay_t<decltype(std::declval<Router&>().tx_data_o[0])>;
   using Rev = std::decay_t<decltype(std::declval<Router&>().rv_out_o[0])>;
+  static constexpr unsigned kLocals = vl_count<decltype(std::declval<Router&>().inj_valid_i)>;
   template <class T>
   struct Wire {
     bool valid = false;
     T data{};
+  };
+  struct Port {
+    std::deque<uint32_t> queue;  // packets waiting at this local port of the network interface
+    unsigned flit_idx = 0;       // next flit of queue.front()
+    bool holding = false;        // inj_valid_i is up with that flit
   };
   struct Node {
     std::unique_ptr<Router> r;
@@ -295,19 +318,24 @@ class IciNetwork {
     std::array<std::deque<Wire<Link>>, 4> fwd;  // what this router sends on port p, in flight
     std::array<std::deque<Wire<Rev>>, 4> rev;   // reverse words for the neighbour on port p
     std::array<bool, 4> faulty{};
-    std::deque<uint32_t> queue;  // packets waiting at the network interface
-    unsigned flit_idx = 0;       // next flit of queue.front()
-    bool holding = false;        // inj_valid_i is up with that flit
+    std::vector<Port> ports;  // the network interface, per local port
     struct Rx {
       bool busy = false;
       uint32_t id = 0;
       unsigned idx = 0;
       bool ok = true;
     };
-    std::vector<Rx> rx;  // reassembly per ejection VC
+    std::vector<Rx> rx;  // reassembly per (ejection port, VC)
   };
 
   static unsigned opposite(unsigned p) { return p ^ 1u; }  // N<->S, E<->W
+  // The local port a packet is injected on and ejected on (golden::injection_port, ejection_port).
+  unsigned local_port(Coord src, Coord dst) const {
+    return golden::injection_port(opt_.torus, slice(src), src, dst, kLocals);
+  }
+  unsigned ejection_port(const PacketStats& p) const {
+    return golden::ejection_port(opt_.torus, slice(p.src), p.src, p.dst, kLocals);
+  }
   unsigned index(Coord c) const { return c.x + c.y * opt_.torus.kx; }
   // The node on the other end of port p of node i.
   unsigned neighbour(unsigned i, unsigned p) const {
@@ -354,11 +382,11 @@ class IciNetwork {
     }
   }
 
-  void load_flit(Node& nd) {
-    const PacketStats& p = packets_[nd.queue.front()];
-    auto& w = nd.r->inj_flit_i;
+  template <class T>
+  void load_flit(T& w, const Port& lp) {
+    const PacketStats& p = packets_[lp.queue.front()];
     w = {};
-    const unsigned f = nd.flit_idx;
+    const unsigned f = lp.flit_idx;
     set_bits(w, 0, 1, f == 0);
     set_bits(w, 1, 1, f + 1 == p.len);
     set_bits(w, layout_.vc(), layout_.vw, p.lane);
@@ -374,11 +402,12 @@ class IciNetwork {
     if (errors_.size() < 20) errors_.push_back(fmt::format("cycle {}: {}", cycle_, std::move(msg)));
   }
 
-  bool refuse(Node& nd) {
+  bool refuse(Node& nd, const Port& lp) {
     // The packet refused is the one whose head is leaving the injection FIFO: the oldest
-    // packet of this node not yet refused or delivered whose destination is outside the slice.
+    // packet of this local port not yet refused or delivered whose destination is outside the slice.
+    const unsigned j = static_cast<unsigned>(&lp - nd.ports.data());
     for (auto& p : packets_) {
-      if (p.src == nd.at && p.expect_refusal && !p.refused) {
+      if (p.src == nd.at && p.expect_refusal && !p.refused && local_port(p.src, p.dst) == j) {
         p.refused = p.done = true;
         --outstanding_;
         return true;
@@ -389,12 +418,11 @@ class IciNetwork {
   }
 
   template <class T>
-  bool eject(Node& nd, const T& w) {
-    if (nd.rx.empty()) nd.rx.resize(cfg_.vcs);
+  bool eject(Node& nd, unsigned port, const T& w) {
     ++flits_ejected_;
     const bool head = get_bits(w, 0, 1), tail = get_bits(w, 1, 1);
     const auto vc = static_cast<unsigned>(get_bits(w, layout_.vc(), layout_.vw));
-    auto& rx = nd.rx[vc];
+    auto& rx = nd.rx[port * cfg_.vcs + vc];
     if (head) {
       if (rx.busy) error(fmt::format("node ({},{}) VC {}: head flit inside packet {}", nd.at.x, nd.at.y, vc, rx.id));
       rx = {true, static_cast<uint32_t>(get_bits(w, layout_.data(), 32)), 0, true};
@@ -410,6 +438,9 @@ class IciNetwork {
         error(fmt::format("packet {} for ({},{}) delivered at ({},{})", p.id, p.dst.x, p.dst.y, nd.at.x, nd.at.y));
       if (!(src == p.src))
         error(fmt::format("packet {}: source field ({},{}) != ({},{})", p.id, src.x, src.y, p.src.x, p.src.y));
+      if (port != ejection_port(p))
+        error(fmt::format("packet {} ({},{})->({},{}) ejected on local port {}, expected {} (its arrival port mod {})",
+                          p.id, p.src.x, p.src.y, p.dst.x, p.dst.y, port, ejection_port(p), kLocals));
       // The golden route's VCs, one per hop: its hop count, and the ejection VC, which is the
       // lane of the last hop (the injection lane without a hop) in the class of its dimension.
       const auto vcs = golden::route_vcs(opt_.torus, slice(p.src), p.src, p.dst, cfg_.vcs, p.lane);
