@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -78,7 +80,339 @@ Layout layout(const CollectivePlan& c) {
   return l;
 }
 
+// ---- The torus all-reduce (docs/collectives.md "The torus all-reduce") ----------------------
+
+// A stream of the torus all-reduce: a part of the rows, reduce-scattered along its dimensions in
+// order, each dimension a ring run in direction dir, then all-gathered back in reverse order.
+struct Stream {
+  std::array<unsigned, 2> dims{};  // 0: x, 1: y
+  unsigned ndims = 0;
+  int dir = 1;  // +1: each chip sends to the next higher coordinate (wrapping), -1: lower
+  uint32_t first = 0, rows = 0;
+};
+
+// The streams of a w x h slice: on a 2D slice four, (x then y) and (y then x), each both ways, so
+// that every phase keeps the four links of every chip busy; on a ring (one side 1) two, both
+// ways; none on one chip. Their rows: near-equal consecutive parts of the plan's.
+std::vector<Stream> torus_streams(const CollectivePlan& c) {
+  std::vector<Stream> s;
+  if (c.w > 1 && c.h > 1) {
+    s = {{{0, 1}, 2, 1}, {{0, 1}, 2, -1}, {{1, 0}, 2, 1}, {{1, 0}, 2, -1}};
+  } else if (c.w > 1 || c.h > 1) {
+    const unsigned d = c.w > 1 ? 0 : 1;
+    s = {{{d, d}, 1, 1}, {{d, d}, 1, -1}};
+  }
+  const auto n = static_cast<uint32_t>(s.size());
+  for (uint32_t t = 0; t < n; ++t) {
+    s[t].first = static_cast<uint32_t>(uint64_t{t} * c.rows / n);
+    s[t].rows = static_cast<uint32_t>(uint64_t{t + 1} * c.rows / n) - s[t].first;
+  }
+  return s;
+}
+
+// Extent of the slice in dimension d, and chip k's coordinate along it (slice-relative).
+unsigned extent(const CollectivePlan& c, unsigned d) { return d == 0 ? c.w : c.h; }
+unsigned coord(const CollectivePlan& c, unsigned k, unsigned d) { return d == 0 ? k % c.w : k / c.w; }
+// Ring position of coordinate u in a ring of kd run in direction dir, and back.
+unsigned ring_pos(unsigned u, unsigned kd, int dir) { return dir > 0 ? u : kd - 1 - u; }
+// The slice index of chip k moved to coordinate u along d.
+unsigned with_coord(const CollectivePlan& c, unsigned k, unsigned d, unsigned u) {
+  return d == 0 ? u + (k / c.w) * c.w : k % c.w + u * c.w;
+}
+
+// Chunk i of n of the rows [first, first + rows).
+std::pair<uint32_t, uint32_t> chunk_of(std::pair<uint32_t, uint32_t> r, unsigned i, unsigned n) {
+  const auto a = static_cast<uint32_t>(uint64_t{i} * r.second / n),
+             b = static_cast<uint32_t>(uint64_t{i + 1} * r.second / n);
+  return {r.first + a, b - a};
+}
+
+// The rows stream t works on in its phase ph on chip k: phase 0 the stream's rows, phase 1 the
+// chunk chip k owns after phase 0 (its position in the phase-0 ring; every chip of its phase-1
+// ring has the same).
+std::pair<uint32_t, uint32_t> region(const CollectivePlan& c, const Stream& t, unsigned ph, unsigned k) {
+  std::pair<uint32_t, uint32_t> r{t.first, t.rows};
+  for (unsigned i = 0; i < ph; ++i) {
+    const unsigned d = t.dims[i], kd = extent(c, d);
+    r = chunk_of(r, ring_pos(coord(c, k, d), kd, t.dir), kd);
+  }
+  return r;
+}
+
+// A torus chunk's pieces: up to c.pieces, but none smaller than a packet's rows where the chunk
+// allows, since every piece costs the vector unit an addition's fixed cycles (a 2-row addition
+// takes about as long as a 2-row send's flits, and four streams share the unit).
+std::vector<std::pair<uint32_t, uint32_t>> torus_pieces(const CollectivePlan& c, uint32_t rows) {
+  constexpr uint32_t kMin = isa::hw::ici::kPacketRows;
+  return pieces(rows, std::min<uint32_t>(c.pieces, std::max<uint32_t>(1, rows / kMin)));
+}
+
+// The semaphore index of a ring direction: x+ 0, x- 1, y+ 2, y- 3.
+unsigned dir_index(unsigned d, int dir) { return 2 * d + (dir > 0 ? 0 : 1); }
+
+// VMEM of the torus all-reduce: the input at 0, then per stream, phase and reduce-scatter step a
+// receive buffer of the phase's largest chunk, then the output.
+struct TorusLayout {
+  uint64_t in = 0, out = 0, end = 0;
+  std::vector<std::array<uint64_t, 2>> recv;  // per stream and phase: the first step's buffer
+  std::vector<std::array<uint64_t, 2>> cmax;  // ... and the buffers' rows
+};
+TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& streams) {
+  TorusLayout l;
+  uint64_t at = c.rows;
+  for (const Stream& t : streams) {
+    std::array<uint64_t, 2> recv{}, cmax{};
+    uint64_t rows = t.rows;
+    for (unsigned ph = 0; ph < t.ndims; ++ph) {
+      const unsigned kd = extent(c, t.dims[ph]);
+      cmax[ph] = (rows + kd - 1) / kd;
+      recv[ph] = at;
+      at += (kd - 1) * cmax[ph];
+      rows = cmax[ph];
+    }
+    l.recv.push_back(recv);
+    l.cmax.push_back(cmax);
+  }
+  l.out = at;
+  l.end = at + c.rows;
+  return l;
+}
+
+// The torus all-reduce's instructions for slice chip k, without halt. Per stream, reduce-scatter
+// phases (a ring along each of its dimensions in turn: at step s a chip sends its partial chunk
+// pos - s - 1 of the phase's rows to the next chip of the ring and adds the chunk pos - s - 2 that
+// arrives into its own, as the ring all-reduce does), the own finished chunk copied into the
+// output, then all-gather phases in the reverse order. The streams' instructions interleave piece
+// by piece (phase, step, piece, stream), so that the four streams, each on its own links, move
+// together; every chip runs the same order, which is what lets one semaphore per direction
+// count the arrivals of all streams that come that way. Semaphores:
+//   RS[dir] reduce-scatter pieces that came in direction dir (the vector queue takes them),
+//   AG[dir] all-gather pieces (the ICI queue takes them: forwarding sends, fences),
+//   kAdded every addition (the ICI queue takes them in order: the sends of added pieces, fences
+//   for the counts in between), kOwnOut each stream's own chunk in the output (ICI queue),
+//   kLoaded, kLoadDone the input loaded (ICI, vector queue), kAllIn everything in (the store).
+constexpr std::array<unsigned, 4> kRsSem = {kRsArrived, 9, 10, 11}, kAgSem = {kAgArrived, 12, 13, 14};
+
+std::vector<Instr> torus_all_reduce_code(const CollectivePlan& c, unsigned k) {
+  const std::vector<Stream> streams = torus_streams(c);
+  const TorusLayout l = torus_layout(c, streams);
+  const auto ns = static_cast<unsigned>(streams.size());
+  std::vector<Instr> code;
+  auto add = [&](const Instr& i) { code.push_back(i); };
+
+  // The next chip of stream t's phase-ph ring, as absolute slice coordinates.
+  auto next = [&](const Stream& t, unsigned ph) {
+    const unsigned d = t.dims[ph], kd = extent(c, d);
+    const unsigned u = (coord(c, k, d) + kd + static_cast<unsigned>(t.dir > 0 ? 1 : kd - 1)) % kd;
+    const unsigned n = with_coord(c, k, d, u);
+    return std::pair<unsigned, unsigned>{n % c.w, n / c.w};
+  };
+  // Stream t's phase-ph ring on this chip: its size, this chip's position, the phase's rows.
+  struct Ring {
+    unsigned kd, pos, di;
+    std::pair<uint32_t, uint32_t> reg;
+  };
+  auto ring = [&](const Stream& t, unsigned ph) {
+    const unsigned d = t.dims[ph], kd = extent(c, d);
+    return Ring{kd, ring_pos(coord(c, k, d), kd, t.dir), dir_index(d, t.dir), region(c, t, ph, k)};
+  };
+  unsigned phases = 0;
+  for (const Stream& t : streams) phases = std::max(phases, t.ndims);
+
+  // kAdded and kOwnOut counts: the vector queue signals one per addition (and per own-chunk copy)
+  // in order; the ICI queue consumes them in order, with fences for those it does not wait for
+  // itself. take(sem, counter, upto): the wait of the send that needs the upto-th (1-based).
+  uint64_t adds = 0, added_taken = 0, owns = 0, own_taken = 0;
+  auto take = [&](unsigned sem, uint64_t& taken, uint64_t upto) {
+    if (upto <= taken) return 0u;
+    while (taken + 1 < upto) {
+      add(fence(kIci, sem, 0));
+      ++taken;
+    }
+    ++taken;
+    return sem;
+  };
+  auto take_added = [&](uint64_t upto) { return take(kAdded, added_taken, upto); };
+  // Per (stream, phase, step, piece): the addition that made the piece.
+  std::vector<std::array<std::vector<std::vector<uint64_t>>, 2>> made(ns);
+  // Per (stream, phase): the last step's additions, {first row, rows, addition} (they finish the
+  // chunk the chip owns after the phase); the next phase's first sends wait for those that wrote
+  // their rows. Per stream: its own-chunk copy's place among the copies (kOwnOut, 1-based).
+  struct Made {
+    uint32_t first, rows;
+    uint64_t add;
+  };
+  std::vector<std::array<std::vector<Made>, 2>> last_step(ns);
+  auto made_rows = [&](unsigned ti, unsigned ph, uint32_t first, uint32_t rows) {
+    uint64_t need = 0;
+    for (const Made& m : last_step[ti][ph])
+      if (m.first < first + rows && first < m.first + m.rows) need = std::max(need, m.add);
+    return need;
+  };
+  std::vector<uint64_t> own_copy(ns, 0);
+
+  // The input first (the vector queue takes a second token of it), the output last: the memory
+  // transfers do not overlap the network (docs/collectives.md says why).
+  add(dma(Op::dma_ld, l.in, c.in_beat, c.rows, 0, kLoaded));
+  add(fence(kLoad, 0, kLoadDone));
+  bool first_send = true;
+
+  // Reduce-scatter: phase, step, piece, stream.
+  for (unsigned ph = 0; ph < phases; ++ph) {
+    unsigned steps = 0;
+    for (const Stream& t : streams)
+      if (ph < t.ndims) steps = std::max(steps, extent(c, t.dims[ph]) - 1);
+    for (unsigned s = 0; s < steps; ++s) {
+      for (unsigned g = 0; g < c.pieces; ++g) {
+        for (unsigned ti = 0; ti < ns; ++ti) {
+          const Stream& t = streams[ti];
+          if (ph >= t.ndims) continue;
+          const Ring rg = ring(t, ph);
+          if (s + 1 >= rg.kd) continue;
+          const auto cs = chunk_of(rg.reg, mod(int64_t{rg.pos} - s - 1, rg.kd), rg.kd);
+          const auto ca = chunk_of(rg.reg, mod(int64_t{rg.pos} - s - 2, rg.kd), rg.kd);
+          const auto ps = torus_pieces(c, cs.second), pa = torus_pieces(c, ca.second);
+          const uint64_t buf = l.recv[ti][ph] + uint64_t{s} * l.cmax[ti][ph];
+          if (g < ps.size()) {
+            // Its rows: the input (phase 0, step 0), else the additions that made them.
+            unsigned wait = 0;
+            if (ph == 0 && s == 0) {
+              wait = first_send ? kLoaded : 0;
+              first_send = false;
+            } else if (s > 0)
+              wait = take_added(made[ti][ph].at(s - 1).at(g));
+            else  // the previous phase's last additions made the region
+              wait = take_added(made_rows(ti, ph - 1, cs.first + ps[g].first, ps[g].second));
+            const auto [nx, ny] = next(t, ph);
+            add(send(l.in + cs.first + ps[g].first, buf + ps[g].first, ps[g].second, nx, ny, kRsSem[rg.di], wait));
+          }
+          if (g < pa.size()) {
+            if (adds == 0) add(fence(kVec, kLoadDone, 0));  // the input is in
+            Instr a =
+                vec(Op::vadd, l.in + ca.first + pa[g].first, buf + pa[g].first, pa[g].second, kRsSem[rg.di], kAdded);
+            a.f.b = l.in + ca.first + pa[g].first;
+            add(a);
+            auto& m = made[ti][ph];
+            if (m.size() <= s) m.resize(s + 1);
+            if (m[s].size() <= g) m[s].resize(g + 1);
+            m[s][g] = ++adds;
+            if (s + 2 == rg.kd) last_step[ti][ph].push_back({ca.first + pa[g].first, pa[g].second, adds});
+            // The stream's own chunk is finished with its last phase's last addition: into the
+            // output at once (the vector queue runs in order, so after the additions that made it).
+            if (s + 2 == rg.kd && ph + 1 == t.ndims && g + 1 == pa.size()) {
+              const auto own = chunk_of(rg.reg, rg.pos, rg.kd);
+              add(vec(Op::vmov, l.out + own.first, l.in + own.first, own.second, 0, kOwnOut));
+              own_copy[ti] = ++owns;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // All-gather: phases in reverse order, step, piece, stream. At step s a chip forwards the chunk
+  // pos - s of the phase's rows (its own at step 0) to the same rows of the next chip's output;
+  // the last step's arrivals are taken by fences, and the next phase starts from the whole region.
+  for (unsigned phr = phases; phr-- > 0;) {
+    unsigned steps = 0;
+    for (const Stream& t : streams)
+      if (phr < t.ndims) steps = std::max(steps, extent(c, t.dims[phr]) - 1);
+    for (unsigned s = 0; s < steps; ++s) {
+      for (unsigned g = 0; g < c.pieces; ++g) {
+        for (unsigned ti = 0; ti < ns; ++ti) {
+          const Stream& t = streams[ti];
+          if (phr >= t.ndims) continue;
+          const Ring rg = ring(t, phr);
+          if (s + 1 >= rg.kd) continue;
+          const auto cb = chunk_of(rg.reg, mod(int64_t{rg.pos} - s, rg.kd), rg.kd);
+          const auto pb = torus_pieces(c, cb.second);
+          if (g >= pb.size()) continue;
+          // Its rows: the own chunk (step 0 of the stream's last phase), what the step before
+          // brought, or (step 0 of an earlier phase) the region the later phase gathered.
+          unsigned wait = 0;
+          if (s > 0)
+            wait = kAgSem[rg.di];
+          else if (phr == t.ndims - 1)
+            wait = take(kOwnOut, own_taken, own_copy[ti]);
+          const auto [nx, ny] = next(t, phr);
+          const uint64_t at = l.out + cb.first + pb[g].first;
+          add(send(at, at, pb[g].second, nx, ny, kAgSem[rg.di], wait));
+        }
+      }
+    }
+    // The last step's arrivals (not forwarded), in the order they come; the last of all lets the
+    // store go.
+    std::vector<unsigned> fences;
+    for (unsigned g = 0; g < c.pieces; ++g) {
+      for (unsigned ti = 0; ti < ns; ++ti) {
+        const Stream& t = streams[ti];
+        if (phr >= t.ndims) continue;
+        const Ring rg = ring(t, phr);
+        const auto cb = chunk_of(rg.reg, mod(int64_t{rg.pos} + 1, rg.kd), rg.kd);
+        if (g < torus_pieces(c, cb.second).size()) fences.push_back(kAgSem[rg.di]);
+      }
+    }
+    for (size_t i = 0; i < fences.size(); ++i)
+      add(fence(kIci, fences[i], phr == 0 && i + 1 == fences.size() ? kAllIn : 0));
+  }
+  add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
+  return code;
+}
+
+// The torus all-reduce's result, in its order of additions: for each stream, row and lane, the
+// ring sums of its phases in turn (the later phase adds up the earlier phase's results of the
+// chips of its ring), each ring sum in ring order starting after the chunk's owner.
+std::vector<uint32_t> torus_reference(const CollectivePlan& c, const std::vector<std::vector<uint32_t>>& in) {
+  const unsigned n = c.lanes;
+  std::vector<uint32_t> out(std::size_t{c.rows} * n);
+  for (const Stream& t : torus_streams(c)) {
+    // The phase-(ndims-1) result of the chips with the given coordinate along dims[1] (a 2D
+    // stream), or of the whole ring: sum over positions after the owner of the row's chunk.
+    for (uint32_t row = t.first; row < t.first + t.rows; ++row) {
+      // The row's chunk in each phase: its owners' positions.
+      std::array<unsigned, 2> owner{};
+      std::pair<uint32_t, uint32_t> reg{t.first, t.rows};
+      for (unsigned ph = 0; ph < t.ndims; ++ph) {
+        const unsigned kd = extent(c, t.dims[ph]);
+        for (unsigned i = 0; i < kd; ++i) {
+          const auto ch = chunk_of(reg, i, kd);
+          if (row >= ch.first && row < ch.first + ch.second) {
+            owner[ph] = i;
+            reg = ch;
+            break;
+          }
+        }
+      }
+      for (unsigned lane = 0; lane < n; ++lane) {
+        const std::size_t at = std::size_t{row} * n + lane;
+        // Phase 0's ring sum on the ring through chip k (its dims[0] line).
+        auto ring0 = [&](unsigned k) {
+          const unsigned d = t.dims[0], kd = extent(c, d);
+          auto chip = [&](unsigned pos) {
+            return with_coord(c, k, d, ring_pos(pos % kd, kd, t.dir));  // ring_pos is its own inverse
+          };
+          uint32_t acc = in[chip(owner[0] + 1)][at];
+          for (unsigned s = 2; s <= kd; ++s) acc = golden::fp32_add(acc, in[chip(owner[0] + s)][at]);
+          return acc;
+        };
+        if (t.ndims == 1) {
+          out[at] = ring0(0);
+          continue;
+        }
+        const unsigned d = t.dims[1], kd = extent(c, d);
+        auto chip = [&](unsigned pos) { return with_coord(c, 0, d, ring_pos(pos % kd, kd, t.dir)); };
+        uint32_t acc = ring0(chip(owner[1] + 1));
+        for (unsigned s = 2; s <= kd; ++s) acc = golden::fp32_add(acc, ring0(chip(owner[1] + s)));
+        out[at] = acc;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string_view algorithm_name(Algorithm a) { return a == Algorithm::torus ? "torus" : "ring"; }
 
 std::string_view collective_name(Collective c) {
   switch (c) {
@@ -141,7 +475,8 @@ uint32_t CollectivePlan::out_rows(unsigned k) const {
   return 0;
 }
 
-CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, unsigned h, uint32_t rows) {
+CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, unsigned h, uint32_t rows,
+                               std::optional<Algorithm> algorithm) {
   CollectivePlan c;
   c.kind = kind;
   c.w = w;
@@ -155,31 +490,60 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
     throw DriverError(
         fmt::format("{}: {}", what, per_chip ? fmt::format("needs a row per chip at least ({})", c.p()) : "no rows"));
   if (rows > 0x7fff) throw DriverError(fmt::format("{}: more than 32767 rows per chip", what));
+  if (algorithm == Algorithm::torus && kind != Collective::all_reduce)
+    throw DriverError(fmt::format("{}: the torus algorithm is an all-reduce's", what));
+  if (kind == Collective::all_reduce && c.p() > 1 && algorithm != Algorithm::ring) {
+    // The torus streams when every chunk of every phase gets a row and the buffers fit.
+    CollectivePlan t = c;
+    t.algorithm = Algorithm::torus;
+    const auto ns = static_cast<unsigned>(torus_streams(t).size());
+    const uint64_t need = collective_vmem_rows(t);
+    std::string why;
+    if (rows < uint64_t{ns} * c.p())
+      why = fmt::format("needs {} rows at least ({} streams x {} chips)", ns * c.p(), ns, c.p());
+    else if (need > pr.chip.vmem_rows)
+      why = fmt::format("needs {} VMEM rows (input, receive buffers, output), preset '{}' has {}", need, pr.name,
+                        pr.chip.vmem_rows);
+    if (why.empty())
+      c.algorithm = Algorithm::torus;
+    else if (algorithm == Algorithm::torus)
+      throw DriverError(fmt::format("{}, torus algorithm: {}", what, why));
+  }
   const Layout l = layout(c);
-  if (l.end > pr.chip.vmem_rows)
+  const uint64_t vmem = collective_vmem_rows(c);
+  if (vmem > pr.chip.vmem_rows)
     throw DriverError(fmt::format("{}: needs {} VMEM rows (input, {} receive buffers, output), preset '{}' has {}",
-                                  what, l.end, l.out > l.recv ? c.p() - 1 : 0u, pr.name, pr.chip.vmem_rows));
+                                  what, vmem, l.out > l.recv ? c.p() - 1 : 0u, pr.name, pr.chip.vmem_rows));
   c.out_beat = rows;  // the output right after the input in HBM
   if (c.out_beat + l.end - l.out > pr.chip.hbm_beats)
     throw DriverError(
         fmt::format("{}: does not fit the {} HBM beats of preset '{}'", what, pr.chip.hbm_beats, pr.name));
   // A broadcast's pipeline fills and drains over p - 1 hops: more pieces make that cheaper.
   if (kind == Collective::broadcast) c.pieces = std::min(64u, 4 * c.p());
-  // Program length: a few instructions per step.
-  const uint64_t length = kind == Collective::broadcast ? uint64_t{c.pieces} + 16 : uint64_t{4} * c.pieces * c.p() + 16;
+  // Program length: a few instructions per step (torus: per stream and step, pieces x (send,
+  // addition, forward and a fence at most)).
+  const uint64_t length = kind == Collective::broadcast     ? uint64_t{c.pieces} + 16
+                          : c.algorithm == Algorithm::torus ? uint64_t{4} * 4 * c.pieces * (w + h) + 32
+                                                            : uint64_t{4} * c.pieces * c.p() + 16;
   if (length > pr.chip.imem_words)
     throw DriverError(fmt::format("{}: the program is longer than the {}-word instruction memory of preset '{}'", what,
                                   pr.chip.imem_words, pr.name));
   return c;
 }
 
-uint64_t collective_vmem_rows(const CollectivePlan& c) { return layout(c).end; }
+uint64_t collective_vmem_rows(const CollectivePlan& c) {
+  if (c.algorithm == Algorithm::torus && c.kind == Collective::all_reduce && c.p() > 1)
+    return torus_layout(c, torus_streams(c)).end;
+  return layout(c).end;
+}
 
 namespace {
 
 // The collective's instructions for slice chip k, without halt. segment: as a segment of a
 // larger program (collective_segment).
 std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, unsigned k, bool segment) {
+  if (c.algorithm == Algorithm::torus && c.kind == Collective::all_reduce && c.p() > 1 && !segment)
+    return torus_all_reduce_code(c, k);
   const unsigned p = c.p(), r = c.ring_of(k);
   const unsigned nxt = c.at_ring((r + 1) % p), prv = c.at_ring((r + p - 1) % p);
   const unsigned nx = nxt % c.w, ny = nxt / c.w;
@@ -347,6 +711,9 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
 std::vector<Instr> collective_segment(const Preset& pr, const CollectivePlan& c, unsigned k) {
   if (c.kind == Collective::broadcast || c.kind == Collective::all_to_all)
     throw DriverError(fmt::format("{}: not available as a segment yet", collective_name(c.kind)));
+  if (c.algorithm == Algorithm::torus && c.p() > 1)
+    throw DriverError(
+        fmt::format("{}: the torus algorithm is not available as a segment yet", collective_name(c.kind)));
   if (collective_vmem_rows(c) >= pr.chip.vmem_rows)
     throw DriverError(
         fmt::format("{} of {} rows: needs {} VMEM rows, and a segment leaves the last of preset '{}''s {} free",
@@ -396,6 +763,11 @@ std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
     }
     return out;
   }
+  if (c.kind == Collective::all_reduce && c.algorithm == Algorithm::torus && p > 1) {
+    const auto reduced = torus_reference(c, in);
+    for (unsigned r = 0; r < p; ++r) out[c.at_ring(r)] = reduced;
+    return out;
+  }
   // Chunk ch summed in ring order starting after its owner: ((x[ch+1] + x[ch+2]) + ...) + x[ch].
   std::vector<uint32_t> reduced(std::size_t{c.rows} * n);
   for (unsigned ch = 0; ch < p; ++ch) {
@@ -420,14 +792,16 @@ std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
   return out;
 }
 
-CollectiveRun run_collective(Slice& slice, Collective kind, uint32_t rows, uint64_t seed, uint64_t timeout_cycles) {
+CollectiveRun run_collective(Slice& slice, Collective kind, uint32_t rows, uint64_t seed, uint64_t timeout_cycles,
+                             std::optional<Algorithm> algorithm) {
   const Preset& pr = slice.preset();
   const unsigned w = slice.shape().w, h = slice.shape().h;
-  const CollectivePlan c = plan_collective(pr, kind, w, h, rows);
+  const CollectivePlan c = plan_collective(pr, kind, w, h, rows, algorithm);
   CollectiveRun run;
-  run.what = fmt::format("{} of {} rows x {} lanes on a {}x{} slice, seed {}", collective_name(kind), rows, c.lanes, w,
-                         h, seed);
+  run.what = fmt::format("{} of {} rows x {} lanes on a {}x{} slice ({}), seed {}", collective_name(kind), rows,
+                         c.lanes, w, h, kind == Collective::all_reduce ? algorithm_name(c.algorithm) : "ring", seed);
   run.bytes = uint64_t{rows} * c.lanes * 4 * (kind == Collective::all_gather ? c.p() : 1);
+  run.algorithm = c.algorithm;
   std::mt19937_64 rng(seed);
   std::vector<std::vector<uint32_t>> in(c.p());
   for (auto& x : in) {

@@ -18,6 +18,13 @@
 // sent as soon as its addition is done and added as soon as it arrives, so that sending,
 // receiving and adding overlap. Receive buffers are not reused, so a transfer never waits for its
 // receiver; the semaphores order the additions and the sends on each chip.
+//
+// The torus all-reduce (Algorithm::torus, what plan_collective picks for an all-reduce on more
+// than one chip when every chip gets rows enough) runs the rows in streams that use every link
+// at once: on a 2D slice four, a quarter of the rows each, reduce-scattered along x then y, or y
+// then x, each way round (a ring per dimension in each direction), then all-gathered back; on a
+// ring two, one each way. Its order of additions is the rings' order per phase
+// (docs/collectives.md "The torus all-reduce").
 #pragma once
 
 #include <cstdint>
@@ -31,6 +38,9 @@
 namespace tp::driver {
 
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, all_to_all };
+// How an all-reduce runs: one ring through every chip (the snake), or the torus streams.
+enum class Algorithm { ring, torus };
+std::string_view algorithm_name(Algorithm);
 inline constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::reduce_scatter,
                                               Collective::all_gather, Collective::broadcast, Collective::all_to_all};
 // "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all".
@@ -47,6 +57,7 @@ double busbw_factor(Collective, unsigned p);
 // Inputs at HBM beat 0 of every chip, outputs at out_beat.
 struct CollectivePlan {
   Collective kind = Collective::all_reduce;
+  Algorithm algorithm = Algorithm::ring;  // torus: all-reduce only, and not as a segment
   unsigned w = 1, h = 1, lanes = 0;
   uint32_t rows = 0;
   unsigned pieces = 4;  // each step's chunk moves in this many pieces (fewer for a smaller chunk)
@@ -79,8 +90,12 @@ struct CollectivePlan {
 };
 
 // Throws DriverError for a plan that does not fit the chip (VMEM, the instruction memory) or has
-// no rows. The program loads the input, runs the collective and stores the output.
-CollectivePlan plan_collective(const Preset&, Collective, unsigned w, unsigned h, uint32_t rows);
+// no rows. The program loads the input, runs the collective and stores the output. An all-reduce
+// gets Algorithm::torus when the slice has more than one chip and rows >= streams x chips (every
+// chunk of every phase at least a row; streams: 4 on a 2D slice, 2 on a ring) and it fits, else
+// the ring; `algorithm` forces one (a torus plan that cannot run is an error).
+CollectivePlan plan_collective(const Preset&, Collective, unsigned w, unsigned h, uint32_t rows,
+                               std::optional<Algorithm> algorithm = std::nullopt);
 isa::Program collective_program(const Preset&, const CollectivePlan&, unsigned k);
 
 // VMEM rows a plan's program uses (input, receive buffers, output).
@@ -89,8 +104,8 @@ uint64_t collective_vmem_rows(const CollectivePlan&);
 // protocol, instr_build.h): it waits for the segment before, tells the chip that sends to it
 // that it is ready (and waits for the same from the chip it sends to), and ends with every
 // semaphore back at 0. The plan must leave VMEM's last row free (collective_vmem_rows() <
-// vmem_rows); throws DriverError otherwise, for a chip not in the ring, or for broadcast and
-// all-to-all (not segments yet).
+// vmem_rows); throws DriverError otherwise, for a chip not in the ring, or for broadcast,
+// all-to-all and the torus all-reduce (not segments yet).
 std::vector<isa::Instr> collective_segment(const Preset&, const CollectivePlan&, unsigned k);
 
 // The expected outputs (per slice index) from the inputs (per slice index, rows * lanes words).
@@ -102,11 +117,13 @@ struct CollectiveRun {
   SliceStatus status;
   bool pass = false;  // ok and every chip's output bit-exact with the reference
   uint64_t mismatches = 0;
-  uint64_t bytes = 0;  // per chip: the input's bytes (all-gather: the output's), nccl-tests' "size"
+  uint64_t bytes = 0;                     // per chip: the input's bytes (all-gather: the output's), nccl-tests' "size"
+  Algorithm algorithm = Algorithm::ring;  // the plan's
   std::vector<std::vector<uint32_t>> outputs;  // per slice index
 };
 // Random fp32 inputs from seed (both signs, exponents near 1, no NaN or infinity), the programs
 // loaded on every chip of the slice, run, read back and compared.
-CollectiveRun run_collective(Slice&, Collective, uint32_t rows, uint64_t seed, uint64_t timeout_cycles = 0);
+CollectiveRun run_collective(Slice&, Collective, uint32_t rows, uint64_t seed, uint64_t timeout_cycles = 0,
+                             std::optional<Algorithm> algorithm = std::nullopt);
 
 }  // namespace tp::driver

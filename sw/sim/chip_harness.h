@@ -117,8 +117,12 @@ class ChipHarness {
                         p.name, p.chip.memory));
       dram_ = std::make_unique<HbmDram<Top>>(p.chip.hbm, p.chip.hbm.channels * p.chip.hbm.pseudo_channels);
       // TP_HBM_CMDLOG=<file>: every DRAM command (cycle, pseudo-channel, command, bank, row, column).
+      // With several chips in one process (a pod), the n-th chip built (n > 0) writes <file>.<n>.
       if (const char* log = std::getenv("TP_HBM_CMDLOG"); log && *log) {
-        cmdlog_ = std::fopen(log, "w");
+        static unsigned logs = 0;
+        const unsigned n = logs++;
+        cmdlog_ = std::fopen(n == 0 ? log : fmt::format("{}.{}", log, n).c_str(), "w");
+        if (!cmdlog_) throw std::runtime_error(fmt::format("TP_HBM_CMDLOG: cannot write '{}'", log));
         dram_->log_to(cmdlog_);
       }
     }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -549,7 +550,7 @@ struct PodOptions {
   unsigned link_latency = 0;
   std::vector<std::string> program_at, wave_chips, golden_chips;
   bool demo = false;
-  std::string matmul, traffic, collective;
+  std::string matmul, traffic, collective, algorithm;
   uint64_t seed = 1, timeout = 0, watchdog = 20000;
   double link_bit_error = 0.0;
 };
@@ -562,6 +563,14 @@ std::pair<unsigned, unsigned> parse_pair(const std::string& text, char sep, cons
 }
 
 const char* kLinks[4] = {"n", "s", "e", "w"};
+
+// --algorithm ring|torus (empty: the plan's choice).
+std::optional<tp::driver::Algorithm> parse_algorithm(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  for (const auto a : {tp::driver::Algorithm::ring, tp::driver::Algorithm::torus})
+    if (text == tp::driver::algorithm_name(a)) return a;
+  throw UsageError(fmt::format("--algorithm '{}': expected ring or torus", text));
+}
 
 // --collective KIND:ROWS.
 std::pair<tp::driver::Collective, uint32_t> parse_collective(const std::string& text) {
@@ -676,7 +685,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
                               : fmt::format("FAIL: {} mismatching words", m.mismatches));
   } else if (!o.collective.empty()) {
     const auto [kind, rows] = parse_collective(o.collective);
-    const auto c = tp::driver::run_collective(*s, kind, rows, o.seed, o.timeout);
+    const auto c = tp::driver::run_collective(*s, kind, rows, o.seed, o.timeout, parse_algorithm(o.algorithm));
     r.status = c.status;
     r.pass = c.pass;
     for (const auto& out : c.outputs) r.output.insert(r.output.end(), out.begin(), out.end());
@@ -746,6 +755,9 @@ int cmd_pod(const PodOptions& o) {
         "--program-at");
   if (o.backend == "golden" && !o.golden_chips.empty())
     throw UsageError("pod: --golden-chip picks golden chips of the rtl pod; give --backend rtl or both");
+  if (!o.algorithm.empty() && o.collective.rfind("all_reduce:", 0) != 0)
+    throw UsageError("pod: --algorithm goes with --collective all_reduce:ROWS");
+  (void)parse_algorithm(o.algorithm);
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
     throw UsageError(fmt::format("--link-bit-error {}: a probability in [0, 0.5]", o.link_bit_error));
   auto cfg = tp::load_pod(o.pod);
@@ -788,7 +800,7 @@ int cmd_pod(const PodOptions& o) {
     if (const auto eq = pa.find('='); eq != std::string::npos) check_input(pa.substr(eq + 1), "--program-at");
   if (!o.collective.empty()) {  // a plan that cannot run is refused before any simulation
     const auto [kind, rows] = parse_collective(o.collective);
-    (void)tp::driver::plan_collective(pod.preset, kind, shape.w, shape.h, rows);
+    (void)tp::driver::plan_collective(pod.preset, kind, shape.w, shape.h, rows, parse_algorithm(o.algorithm));
   }
   std::vector<Backend> backends;
   if (o.backend == "both") {
@@ -1195,8 +1207,11 @@ int main(int argc, char** argv) {
                       "chip count)");
   pod_cmd->add_option("--traffic", pod.traffic, "random ICI traffic with this seed, checked");
   pod_cmd->add_option("--collective", pod.collective,
-                      "KIND:ROWS: a ring all_reduce, reduce_scatter or all_gather of ROWS rows per chip on random fp32 "
-                      "data (--seed), checked against the host reference (docs/collectives.md)");
+                      "KIND:ROWS: an all_reduce, reduce_scatter, all_gather, broadcast or all_to_all of ROWS rows per "
+                      "chip on random fp32 data (--seed), checked against the host reference (docs/collectives.md)");
+  pod_cmd->add_option("--algorithm", pod.algorithm,
+                      "with --collective all_reduce: ring (one ring through every chip) or torus (the streams that "
+                      "use all four links); default: torus when the rows allow it");
   pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
   pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
   pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str()->check(kUnsigned);

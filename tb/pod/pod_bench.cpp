@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   uint32_t coll_rows = 128;
   app.add_option("--collective", collective, "collective: all_reduce, reduce_scatter or all_gather")
       ->capture_default_str();
-  app.add_option("--rows", coll_rows, "collective: rows per chip")->capture_default_str();
+  app.add_option("--rows", coll_rows, "collective: rows per chip (0: the largest that fits)")->capture_default_str();
   TrainSpec train;
   app.add_option("--steps", train.steps, "train / train_baseline: SGD steps")->capture_default_str();
   app.add_option("--batch", train.batch, "train / train_baseline: the global batch")->capture_default_str();
@@ -191,10 +191,11 @@ int main(int argc, char** argv) {
                  backend, st.cycles, st.wall_seconds, rate, 100 * overhead);
       e["energy"] = pod_energy(*s, st, be);
     } else if (scenario == "collective") {
-      // A ring collective (docs/collectives.md) on a kx x ky pod, checked bit-exact. The bound
+      // A collective (docs/collectives.md) on a kx x ky pod, checked bit-exact. The bound
       // (docs/collectives.md "The bound"): the torus slice's bandwidth, every chip sending on
-      // all four links at a link's peak, plus the ring's latency and the HBM transfers at both
-      // ends, which these cycles include.
+      // all four links at a link's peak, plus the algorithm's latency (its steps, each a hop) and
+      // the memory transfers at both ends, which these cycles include (the program loads, runs
+      // the collective, then stores).
       Collective kind = Collective::all_reduce;
       bool known = false;
       for (const auto k : kCollectives)
@@ -206,6 +207,27 @@ int main(int argc, char** argv) {
         throw DriverError(fmt::format(
             "--collective {}: all_reduce, reduce_scatter, all_gather, broadcast or all_to_all", collective));
       const PodSpec p = make_pod(preset, kx, ky);
+      // The largest size that fits (plan_collective refuses what does not); an all-reduce's with
+      // the torus algorithm where it runs at all (on one chip, any).
+      const bool torus = kind == Collective::all_reduce && kx * ky > 1;
+      if (coll_rows == 0) {
+        uint32_t lo = 0, hi = 0x7fff;
+        while (lo < hi) {
+          const uint32_t mid = (lo + hi + 1) / 2;
+          bool fits = true;
+          try {
+            (void)plan_collective(p.preset, kind, kx, ky, mid,
+                                  torus ? std::optional<Algorithm>(Algorithm::torus) : std::nullopt);
+          } catch (const DriverError&) {
+            fits = false;
+          }
+          if (fits)
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        coll_rows = lo;
+      }
       const Backend be = parse_backend(backend);
       auto s = open(p, {0, 0, kx, ky}, be);
       const auto r = run_collective(*s, kind, coll_rows, seed);
@@ -218,14 +240,21 @@ int main(int argc, char** argv) {
                                                            : kind == Collective::reduce_scatter ? coll_rows / chips
                                                                                                 : coll_rows;
       const double hbm = in_rows + out_rows;  // a beat (one row) per cycle through the memory port
-      // Latency: the ring's steps (all-to-all: one, its sends go straight through the routers).
-      const double steps = kind == Collective::all_reduce   ? 2.0 * (chips - 1)
+      // Latency: the algorithm's steps. The torus all-reduce: a ring step per chip beyond the
+      // first along each side, reduce-scatter and all-gather; the ring: 2 (p - 1) steps for
+      // all-reduce, p - 1 for the others (all-to-all: one, its sends go straight through).
+      const double steps = kind == Collective::all_reduce && r.algorithm == Algorithm::torus
+                               ? 2.0 * ((kx - 1) + (ky - 1))
+                           : kind == Collective::all_reduce ? 2.0 * (chips - 1)
                            : kind == Collective::all_to_all ? 1.0
                                                             : chips - 1;
       const double per_hop = 2.0 * p.link_latency + 3.0;  // router pipeline and link, each way (docs/ici.md)
       const double bound = moved * double(r.bytes) / (4.0 * link) + steps * per_hop + hbm;
       e = {{"test", "collective"},
            {"collective", collective_name(kind)},
+           {"algorithm", kind == Collective::all_reduce   ? algorithm_name(r.algorithm)
+                         : kind == Collective::all_to_all ? "direct"
+                                                          : "ring"},
            {"pod", p.name},
            {"preset", preset},
            {"backend", backend},
@@ -238,9 +267,11 @@ int main(int argc, char** argv) {
            {"bound_cycles", bound},
            {"fraction_of_bound", bound / cycles},
            {"config", resolved(p)}};
-      fmt::print("{} {} {} on {} ({}): {} B per chip, {} cycles, algbw {:.2f} busbw {:.2f} B/cycle, {:.3f} of bound\n",
-                 collective, coll_rows, "rows", p.name, backend, r.bytes, r.status.cycles, algbw, busbw,
-                 bound / cycles);
+      fmt::print(
+          "{} ({}) {} rows on {} of {} ({}): {} B per chip, {} cycles, algbw {:.2f} busbw {:.2f} B/cycle, {:.3f} of "
+          "bound\n",
+          collective, e["algorithm"].get<std::string>(), coll_rows, p.name, preset, backend, r.bytes, r.status.cycles,
+          algbw, busbw, bound / cycles);
       e["energy"] = pod_energy(*s, r.status, be);
     } else if (scenario == "train" || scenario == "train_baseline") {
       // Training data parallel (docs/compiler.md "Training"), checked bit-exact every step. The

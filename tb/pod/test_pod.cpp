@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -136,17 +137,22 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
 
 // A collective on the RTL pod and the golden pod (docs/collectives.md): both bit-exact with the
 // host reference in the ring's order of additions, so they agree bit for bit.
-void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64_t seed, double bit_error = 0.0) {
+// want: the algorithm an all-reduce must run (plan_collective's choice unless forced).
+void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64_t seed, double bit_error = 0.0,
+                std::optional<Algorithm> force = std::nullopt, Algorithm want = Algorithm::torus) {
   const PodSpec p = pod(kx, ky);
   const SliceShape all{0, 0, kx, ky};
   SCOPED_TRACE(
       fmt::format("{} of {} rows on a {} pod, seed {}; {}", collective_name(kind), rows, p.name, seed, rerun(seed)));
   auto gold = Slice::open(p, all, Backend::golden);
-  const auto g = run_collective(*gold, kind, rows, seed);
+  const auto g = run_collective(*gold, kind, rows, seed, 0, force);
   ASSERT_TRUE(g.status.ok()) << "golden pod: " << g.status.report;
   EXPECT_EQ(g.mismatches, 0u) << "golden pod";
+  if (kind == Collective::all_reduce) {
+    EXPECT_EQ(g.algorithm, want) << g.what;
+  }
   auto rtl = Slice::open(p, all, Backend::rtl, options(seed, bit_error));
-  const auto r = run_collective(*rtl, kind, rows, seed);
+  const auto r = run_collective(*rtl, kind, rows, seed, 0, force);
   ASSERT_TRUE(r.status.ok()) << "rtl pod: " << r.status.report;
   EXPECT_EQ(r.mismatches, 0u) << "rtl pod";
   EXPECT_EQ(r.outputs, g.outputs) << "rtl and golden pods differ";
@@ -200,6 +206,14 @@ TEST(Pod, TraceAllReduce2x2) {
 }
 
 TEST(Pod, AllReduce1x2) { collective(1, 2, Collective::all_reduce, 37, seed_or(31)); }
+// The ring all-reduce (the segments' algorithm), forced, and on too few rows for the torus's
+// streams (4 x 4 chips need 64 rows: 60 run the ring).
+TEST(Pod, AllReduceRing2x2) {
+  collective(2, 2, Collective::all_reduce, 61, seed_or(46), 0.0, Algorithm::ring, Algorithm::ring);
+}
+TEST(Pod, AllReduce4x4TooFewRowsForTheTorus) {
+  collective(4, 4, Collective::all_reduce, 60, seed_or(47), 0.0, std::nullopt, Algorithm::ring);
+}
 TEST(Pod, AllReduce2x2) { collective(2, 2, Collective::all_reduce, 61, seed_or(32)); }
 TEST(Pod, AllReduce1x4Ring) { collective(1, 4, Collective::all_reduce, 50, seed_or(33)); }
 TEST(Pod, AllReduce3x3LinkBitErrors) { collective(3, 3, Collective::all_reduce, 40, seed_or(34), 1e-3); }
@@ -292,6 +306,19 @@ TEST(Collectives, GoldenPodsEveryShape) {
       const auto r = run_collective(*s, kind, rows, rng());
       EXPECT_TRUE(r.pass) << r.what << ": " << r.status.report << ", " << r.mismatches << " words differ (test seed "
                           << seed << ")";
+      if (kind != Collective::all_reduce || chips == 1) continue;
+      // Both all-reduce algorithms: the ring forced, and the torus on rows enough for its streams
+      // (4 on a 2D slice, 2 on a ring, a row per chip each at least), uneven sizes included.
+      const uint32_t streams = kx > 1 && ky > 1 ? 4 : 2;
+      const auto ring =
+          run_collective(*Slice::open(p, {0, 0, kx, ky}, Backend::golden), kind, rows, rng(), 0, Algorithm::ring);
+      EXPECT_TRUE(ring.pass && ring.algorithm == Algorithm::ring) << ring.what << " (test seed " << seed << ")";
+      const auto torus =
+          run_collective(*Slice::open(p, {0, 0, kx, ky}, Backend::golden), kind,
+                         static_cast<uint32_t>(streams * chips + rng() % 150), rng(), 0, Algorithm::torus);
+      EXPECT_TRUE(torus.pass && torus.algorithm == Algorithm::torus)
+          << torus.what << ": " << torus.status.report << ", " << torus.mismatches << " words differ (test seed "
+          << seed << ")";
     }
   }
 }
@@ -303,6 +330,12 @@ TEST(Collectives, BadPlans) {
   EXPECT_THROW(plan_collective(t, Collective::all_gather, 2, 2, 0), DriverError);
   EXPECT_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 1500), DriverError);  // VMEM
   EXPECT_NO_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 4));
+  EXPECT_EQ(plan_collective(t, Collective::all_reduce, 2, 2, 15).algorithm, Algorithm::ring);  // 4 streams x 4 chips
+  EXPECT_EQ(plan_collective(t, Collective::all_reduce, 2, 2, 16).algorithm, Algorithm::torus);
+  EXPECT_EQ(plan_collective(t, Collective::all_reduce, 1, 1, 16).algorithm, Algorithm::ring);  // one chip: a copy
+  EXPECT_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 15, Algorithm::torus), DriverError);
+  EXPECT_THROW(plan_collective(t, Collective::all_gather, 2, 2, 16, Algorithm::torus), DriverError);
+  EXPECT_THROW(collective_segment(t, plan_collective(t, Collective::all_reduce, 2, 2, 16), 0), DriverError);
   EXPECT_THROW(plan_collective(t, Collective::all_to_all, 2, 2, 3), DriverError);  // fewer rows than chips
   EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 0), DriverError);
   EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 1100), DriverError);  // VMEM: input and output
