@@ -105,13 +105,14 @@ endfunction()
 
 # The ICI router with given parameters: rtl_ici_<tag> (class Vici_<tag>), tag v<V>b<B>f<F>r<R>,
 # with SA_ITERS <n> > 1 (switch-allocation iterations) the suffix s<n>, with CLASS_CHOICE cc, with
-# LOCALS <n> > 1 (local ports) l<n>.
+# LOCALS <n> > 1 (local ports) l<n>, with TURN_ROOM <n> > 1 (room for turns into Y) t<n>.
 function(tp_ici_model vcs buf flit replay out_tag)
-  cmake_parse_arguments(A "CLASS_CHOICE" "SA_ITERS;LOCALS" "" ${ARGN})
+  cmake_parse_arguments(A "CLASS_CHOICE" "SA_ITERS;LOCALS;TURN_ROOM" "" ${ARGN})
   set(tag v${vcs}b${buf}f${flit}r${replay})
   set(cc 0)
   set(sa 1)
   set(nl 1)
+  set(tr 1)
   if(A_SA_ITERS)
     if(NOT A_SA_ITERS MATCHES "^[1-9][0-9]*$")
       message(FATAL_ERROR "tp_ici_model: SA_ITERS '${A_SA_ITERS}' is not a positive integer")
@@ -134,20 +135,29 @@ function(tp_ici_model vcs buf flit replay out_tag)
       set(tag ${tag}l${nl})
     endif()
   endif()
+  if(A_TURN_ROOM)
+    if(NOT A_TURN_ROOM MATCHES "^[1-9][0-9]*$" OR A_TURN_ROOM GREATER buf)
+      message(FATAL_ERROR "tp_ici_model: TURN_ROOM '${A_TURN_ROOM}' is not in [1, ${buf}]")
+    endif()
+    set(tr ${A_TURN_ROOM})
+    if(tr GREATER 1)
+      set(tag ${tag}t${tr})
+    endif()
+  endif()
   set(${out_tag} ${tag} PARENT_SCOPE)
   if(TARGET rtl_ici_${tag})
     return()
   endif()
   tp_verilate(rtl_ici_${tag} TOP tp_ici_router PREFIX Vici_${tag} SOURCES ${TP_RTL_ICI}
               PARAMS -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=${cc} -GSaIters=${sa}
-                     -GLocals=${nl}
+                     -GLocals=${nl} -GTurnRoom=${tr}
               ARGS ${TP_VERILATOR_ARGS_ICI})
 endfunction()
 
 # The router's optional allocation keys of a preset (ici.sa_iters, default 1; ici.class_choice,
 # default false) as the values of the parameters SaIters and ClassChoice; ici.local_ports
-# (default 1) as Locals.
-function(tp_preset_ici_alloc preset out_sa out_cc out_nl)
+# (default 1) as Locals; ici.turn_room (default 1) as TurnRoom.
+function(tp_preset_ici_alloc preset out_sa out_cc out_nl out_tr)
   tp_preset_find(sa ${preset} ici sa_iters)
   if(sa STREQUAL "sa-NOTFOUND")
     set(sa 1)
@@ -168,9 +178,17 @@ function(tp_preset_ici_alloc preset out_sa out_cc out_nl)
   elseif(NOT nl MATCHES "^[1-4]$")
     message(FATAL_ERROR "${TP_PRESETS_FILE}: presets.${preset}.ici.local_ports: '${nl}' is not in [1, 4]")
   endif()
+  tp_preset_find(tr ${preset} ici turn_room)
+  tp_preset_get(buf ${preset} ici buf_flits)
+  if(tr STREQUAL "tr-NOTFOUND")
+    set(tr 1)
+  elseif(NOT tr MATCHES "^[1-9][0-9]*$" OR tr GREATER buf)
+    message(FATAL_ERROR "${TP_PRESETS_FILE}: presets.${preset}.ici.turn_room: '${tr}' is not in [1, buf_flits = ${buf}]")
+  endif()
   set(${out_sa} ${sa} PARENT_SCOPE)
   set(${out_cc} ${cc} PARENT_SCOPE)
   set(${out_nl} ${nl} PARENT_SCOPE)
+  set(${out_tr} ${tr} PARENT_SCOPE)
 endfunction()
 
 # The router parameters of a preset.
@@ -179,8 +197,8 @@ function(tp_preset_ici preset out_tag)
   tp_preset_get(buf ${preset} ici buf_flits)
   tp_preset_get(flit ${preset} ici flit_bits)
   tp_preset_get(replay ${preset} ici replay_flits)
-  tp_preset_ici_alloc(${preset} sa cc nl)
-  set(opts SA_ITERS ${sa} LOCALS ${nl})
+  tp_preset_ici_alloc(${preset} sa cc nl tr)
+  set(opts SA_ITERS ${sa} LOCALS ${nl} TURN_ROOM ${tr})
   if(cc)
     list(APPEND opts CLASS_CHOICE)
   endif()
@@ -322,8 +340,8 @@ function(tp_chip_params preset out)
     tp_preset_get(v ${preset} ici ${key})
     list(APPEND p -G${param}=${v})
   endforeach()
-  tp_preset_ici_alloc(${preset} sa cc nl)
-  list(APPEND p -GIciSaIters=${sa} -GIciClassChoice=${cc} -GIciLocals=${nl})
+  tp_preset_ici_alloc(${preset} sa cc nl tr)
+  list(APPEND p -GIciSaIters=${sa} -GIciClassChoice=${cc} -GIciLocals=${nl} -GIciTurnRoom=${tr})
   set(${out} ${p} PARENT_SCOPE)
 endfunction()
 
@@ -377,7 +395,7 @@ function(tp_lint_target)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
          -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1 -GSaIters=2)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_ICI} --top-module tp_ici_router
-         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1 -GSaIters=2 -GLocals=4)
+         -GV=${vcs} -GB=${buf} -GFlitW=${flit} -GR=${replay} -GClassChoice=1 -GSaIters=2 -GLocals=4 -GTurnRoom=2)
     tp_hbm_params(${preset} hbm_params)
     list(APPEND cmds COMMAND ${VERILATOR_BIN} --lint-only -Wall ${TP_RTL_HBM} --top-module tp_hbm_ctrl ${hbm_params})
     tp_preset_get(ch ${preset} hbm channels)

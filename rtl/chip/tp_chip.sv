@@ -22,6 +22,7 @@ module tp_chip
   parameter int unsigned IciSaIters = 1,      // the router's SaIters and ClassChoice (docs/ici.md)
   parameter int unsigned IciClassChoice = 0,
   parameter int unsigned IciLocals = 1,       // router local ports = ICI unit send engines (1..4)
+  parameter int unsigned IciTurnRoom = 1,     // the router's TurnRoom (bubble on turns into Y)
   localparam int unsigned W        = N * 32,
   localparam int unsigned IVW      = (IciVcs > 1) ? $clog2(IciVcs) : 1,
   localparam int unsigned IFW      = 2 + IVW + 4 * CW + HOPW + IciFlitW,
@@ -573,7 +574,7 @@ module tp_chip
   assign ici_busy_o = !send_idle || rx_busy || tx_busy || ej_any || r_busy;
 
   tp_ici_router #(.V(IciVcs), .B(IciBuf), .FlitW(IciFlitW), .R(IciReplay), .SaIters(IciSaIters),
-                  .ClassChoice(IciClassChoice), .Locals(IciLocals)) u_router (
+                  .ClassChoice(IciClassChoice), .Locals(IciLocals), .TurnRoom(IciTurnRoom)) u_router (
     .clk_i,
     .rst_ni,
     .kx_i               (kx_q),

@@ -23,6 +23,7 @@ module tp_chip_hbm
   parameter int unsigned IciSaIters = 1,      // the router's SaIters and ClassChoice (docs/ici.md)
   parameter int unsigned IciClassChoice = 0,
   parameter int unsigned IciLocals = 1,       // router local ports = ICI unit send engines
+  parameter int unsigned IciTurnRoom = 1,     // the router's TurnRoom
   // the HBM subsystem (tp_hbm)
   parameter int unsigned NC = 2,
   parameter int unsigned QD = 8,
@@ -98,7 +99,7 @@ module tp_chip_hbm
     .N(N), .AccRows(AccRows), .VmemRows(VmemRows), .VmemBanks(VmemBanks), .Sublanes(Sublanes),
     .ImemWords(ImemWords), .Queue(Queue), .HbmBeats(HbmBeats), .IciVcs(IciVcs), .IciBuf(IciBuf),
     .IciFlitW(IciFlitW), .IciReplay(IciReplay), .IciSaIters(IciSaIters),
-    .IciClassChoice(IciClassChoice), .IciLocals(IciLocals)
+    .IciClassChoice(IciClassChoice), .IciLocals(IciLocals), .IciTurnRoom(IciTurnRoom)
   ) u_chip (
     .clk_i,
     .rst_ni,

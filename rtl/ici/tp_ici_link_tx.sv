@@ -12,6 +12,7 @@ module tp_ici_link_tx
   parameter int unsigned B       = 8,   // downstream buffer depth per VC (credits)
   parameter int unsigned R       = 16,  // replay buffer depth (flits in flight)
   parameter int unsigned Timeout = 256,  // > the longest round trip (2 x 64-cycle links + R)
+  parameter int unsigned Room    = 1,   // credits that room_o asks for (1..B)
   parameter logic [15:0] FaultSeed = 16'hace1,  // LFSR seed of the fault-injection hook
   localparam int unsigned VW     = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned LW     = FW + SEQW + CRCW,
@@ -25,6 +26,7 @@ module tp_ici_link_tx
   input  logic [FW-1:0] in_flit_i,
   input  logic [VW-1:0] in_vc_i,
   output logic [V-1:0]  credit_ok_o,  // the downstream buffer of VC v has room
+  output logic [V-1:0]  room_o,       // ... for Room flits (the router's turns into Y)
   // The wire.
   output logic          tx_valid_o,
   output logic [LW-1:0] tx_data_o,
@@ -116,6 +118,7 @@ module tp_ici_link_tx
       sent_d[v]  = sent_q[v] + CNTW'(accept && (in_vc_i == VW'(v)));
       freed_d[v] = rv_ok ? rv_data_i[SEQW + ERRW + v * CNTW +: CNTW] : freed_q[v];
       credit_ok_o[v] = ((sent_q[v] - freed_q[v]) < CNTW'(B));
+      room_o[v]      = ({1'b0, sent_q[v] - freed_q[v]} + (CNTW + 1)'(Room) <= (CNTW + 1)'(B));
     end
   end
 

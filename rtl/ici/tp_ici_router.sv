@@ -35,6 +35,8 @@ module tp_ici_router
                                            // packet takes the class of its entry coordinate's
                                            // parity (see the route)
   parameter int unsigned Locals = 1,  // local (injection and ejection) ports, 1..4
+  parameter int unsigned TurnRoom = 1,  // a packet turning from the X ring into the Y ring takes
+                                        // its output VC only with room for this many flits there
   localparam int unsigned NP   = 4 + Locals,  // router ports: the four links, then the local ports
   localparam int unsigned VW   = (V > 1) ? $clog2(V) : 1,
   localparam int unsigned FW   = 2 + VW + 4 * CW + HOPW + FlitW,
@@ -109,6 +111,10 @@ module tp_ici_router
 
   if (V < 2 || (V % 2) != 0) begin : gen_bad_v
     $error("tp_ici_router: V = %0d must be even and at least 2 (two dateline classes)", V);
+  end
+
+  if (TurnRoom < 1 || TurnRoom > B) begin : gen_bad_turn_room
+    $error("tp_ici_router: TurnRoom = %0d must be in [1, B = %0d]", TurnRoom, B);
   end
 
   if (Locals < 1 || Locals > 4) begin : gen_bad_locals
@@ -397,6 +403,14 @@ module tp_ici_router
   logic [VW-1:0] ovc_q  [NP][V];
   logic          busy_q [NP][V];  // output VC allocated
   logic [NIV-1:0] va_req [NP][V];
+  // Bubble flow control on the turn into the Y ring (TurnRoom > 1): a packet that turns from X
+  // into Y takes its output VC only when the VC's downstream buffer has room for TurnRoom flits;
+  // a packet going straight on needs one. The Y rings keep a free slot for the packets already
+  // on them, so a 2-VC torus does not clog past saturation (docs/ici.md, "Turns into Y").
+  logic [V-1:0]   room [4];  // a link's downstream buffers have room for TurnRoom flits
+  function automatic logic turns(input int p, input int o);
+    return (p == P_E || p == P_W) && (o == P_N || o == P_S);
+  endfunction
   logic          va_gv  [NP][V];
   logic [VIW-1:0] va_gi [NP][V];
 
@@ -408,7 +422,7 @@ module tp_ici_router
           for (int v = 0; v < V; v++) begin
             va_req[o][ov][p * V + v] = !busy_q[o][ov] && !act_q[p][v] && nonempty[p][v] &&
                                        front[p][v].head && (rc_port[p][v] == 3'(o)) &&
-                                       (rc_vc[p][v] == VW'(ov));
+                                       (rc_vc[p][v] == VW'(ov)) && (!turns(p, o) || room[o % 4][ov]);
           end
         end
       end
@@ -664,7 +678,7 @@ module tp_ici_router
   // -----------------------------------------------------------------------------------------
   for (genvar o = 0; o < 4; o++) begin : gen_tx
     logic rdy;
-    tp_ici_link_tx #(.FW(FW), .V(V), .B(B), .R(R), .FaultSeed(16'hace1 + 16'(o) * 16'h1f3)) u_tx (
+    tp_ici_link_tx #(.FW(FW), .V(V), .B(B), .R(R), .Room(TurnRoom), .FaultSeed(16'hace1 + 16'(o) * 16'h1f3)) u_tx (
       .clk_i,
       .rst_ni,
       .in_valid_i   (out_valid[o]),
@@ -672,6 +686,7 @@ module tp_ici_router
       .in_flit_i    (out_flit[o]),
       .in_vc_i      (out_flit[o].vc),
       .credit_ok_o  (credit_ok[o]),
+      .room_o       (room[o]),
       .tx_valid_o   (tx_valid_o[o]),
       .tx_data_o    (tx_data_o[o]),
       .rv_data_i    (rv_in_i[o]),

@@ -70,7 +70,7 @@ bool get_bool(const json& obj, const std::string& key, const std::string& origin
 IciConfig parse_ici(const json& c, const std::string& origin, const std::string& where) {
   check_keys(c,
              {"torus", "vcs", "buf_flits", "flit_bits", "replay_flits", "link_latency", "sa_iters", "class_choice",
-              "local_ports"},
+              "local_ports", "turn_room"},
              origin, where);
   IciConfig ici;
   if (!c.contains("torus") || !c["torus"].is_array() || c["torus"].size() != 2 || !c["torus"][0].is_number_integer() ||
@@ -93,6 +93,7 @@ IciConfig parse_ici(const json& c, const std::string& origin, const std::string&
   if (c.contains("sa_iters")) ici.sa_iters = get_uint(c, "sa_iters", 1, 4, origin, where);
   if (c.contains("class_choice")) ici.class_choice = get_bool(c, "class_choice", origin, where);
   if (c.contains("local_ports")) ici.local_ports = get_uint(c, "local_ports", 1, 4, origin, where);
+  if (c.contains("turn_room")) ici.turn_room = get_uint(c, "turn_room", 1, ici.buf_flits, origin, where);
   return ici;
 }
 
@@ -654,7 +655,8 @@ std::string preset_json(const Preset& p) {
               {"link_latency", p.ici.link_latency},
               {"sa_iters", p.ici.sa_iters},
               {"class_choice", p.ici.class_choice},
-              {"local_ports", p.ici.local_ports}}}};
+              {"local_ports", p.ici.local_ports},
+              {"turn_room", p.ici.turn_room}}}};
   return j.dump();
 }
 

@@ -31,6 +31,7 @@ struct IciConfig {
   unsigned sa_iters = 1;              // switch-allocation iterations (the router's SaIters, docs/ici.md)
   bool class_choice = false;          // the router's ClassChoice: a dateline class per flow on uncrossed rings
   unsigned local_ports = 1;           // the router's local ports = the ICI unit's send engines (Locals, 1..4)
+  unsigned turn_room = 1;             // the router's TurnRoom: room a turn into the Y ring needs (1..buf_flits)
 };
 
 struct HbmTimingConfig {

@@ -81,16 +81,22 @@ TEST(Config, IciSectionIsValidated) {
   EXPECT_EQ(plain.sa_iters, 1u);
   EXPECT_FALSE(plain.class_choice);
   EXPECT_EQ(plain.local_ports, 1u);
+  EXPECT_EQ(plain.turn_room, 1u);
   const auto shipped = tp::load_preset("small").ici;
   EXPECT_EQ(shipped.sa_iters, 2u);
   EXPECT_TRUE(shipped.class_choice);
   EXPECT_EQ(shipped.local_ports, 4u);
+  EXPECT_EQ(shipped.turn_room, 2u);
   EXPECT_NE(error_of(with_ici("sa_iters", "0")).find("presets.a.ici.sa_iters: 0 is out of range [1, 4]"),
             std::string::npos);
   EXPECT_NE(error_of(with_ici("sa_iters", "5")).find("presets.a.ici.sa_iters: 5 is out of range"), std::string::npos);
   EXPECT_NE(error_of(with_ici("class_choice", "1")).find("presets.a.ici.class_choice: missing or not true/false"),
             std::string::npos);
   EXPECT_NE(error_of(with_ici("local_ports", "0")).find("presets.a.ici.local_ports: 0 is out of range [1, 4]"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_ici("turn_room", "0")).find("presets.a.ici.turn_room: 0 is out of range [1, "),
+            std::string::npos);
+  EXPECT_NE(error_of(with_ici("turn_room", "99")).find("presets.a.ici.turn_room: 99 is out of range [1, "),
             std::string::npos);
   EXPECT_NE(error_of(with_ici("local_ports", "5")).find("presets.a.ici.local_ports: 5 is out of range [1, 4]"),
             std::string::npos);

@@ -134,13 +134,15 @@ int main(int argc, char** argv) {
       if (var.contains("sa_iters")) cfg.sa_iters = var["sa_iters"];
       if (var.contains("class_choice")) cfg.class_choice = var["class_choice"];
       if (var.contains("local_ports")) cfg.local_ports = var["local_ports"];
+      if (var.contains("turn_room")) cfg.turn_room = var["turn_room"];
       const std::string own_lanes = var.value("lanes", std::string("by-source"));
       if (own_lanes != "by-source" && own_lanes != "random")
         throw std::invalid_argument(fmt::format("{}: ici.variants '{}': lanes '{}' is neither by-source nor random",
                                                 bench_file, var.value("name", std::string("?")), own_lanes));
       if (cfg.vcs != TP_ICI_V || cfg.buf_flits != TP_ICI_B || cfg.flit_bits != TP_ICI_F ||
           cfg.replay_flits != TP_ICI_R || cfg.class_choice != (TP_ICI_CLASS_CHOICE != 0) ||
-          cfg.sa_iters != unsigned{TP_ICI_SA_ITERS} || cfg.local_ports != unsigned{TP_ICI_LOCALS})
+          cfg.sa_iters != unsigned{TP_ICI_SA_ITERS} || cfg.local_ports != unsigned{TP_ICI_LOCALS} ||
+          cfg.turn_room != unsigned{TP_ICI_TURN_ROOM})
         continue;  // another binary's router
       ++ran;
       const std::string lanes = lanes_override.empty() ? own_lanes : lanes_override;
@@ -213,6 +215,7 @@ int main(int argc, char** argv) {
                {"sa_iters", cfg.sa_iters},
                {"class_choice", cfg.class_choice},
                {"local_ports", cfg.local_ports},
+               {"turn_room", cfg.turn_room},
                {"saturation", sat},
                {"post_saturation_min", post},
                {"post_saturation_fraction", sat > 0 ? post / sat : 0.0},

@@ -30,6 +30,7 @@ class Ici : public ::testing::Test {
     preset_.ici.sa_iters = 1;
     preset_.ici.class_choice = false;
     preset_.ici.local_ports = 1;
+    preset_.ici.turn_room = 1;
 #endif
     seed_ = test_seed(tp::tb::current_test_name());  // no waves: the rerun line is a ctest one
     rng_.seed(seed_);
