@@ -1,16 +1,18 @@
 // The chip's memory port on HBM (docs/chip.md, docs/hbm.md): NC pseudo-channel controllers
 // (tp_hbm_ctrl) fed one chip beat per cycle. A beat (one VMEM row, W bits) is Bpb = W / 256
-// consecutive 32-byte bursts (1, 2, 4 or 8), which lie in one 8-burst block and so in one
-// pseudo-channel. Each
-// pseudo-channel has a queue of beats and sends their bursts to its controller one per cycle, so
-// the pseudo-channels work in parallel and the port is not limited to one burst per cycle, as
-// tp_hbm's single burst port is. Each read beat in flight has a tag (the controllers' request
-// ID); a reorder buffer indexed by tag gathers the bursts and hands the beats back in request
-// order. Writes are posted: acknowledged when their beat is queued (a later read of the same
+// consecutive 32-byte bursts (1 to 64, a power of two). Up to 8 lie in one 8-burst block and so
+// in one pseudo-channel; a wider beat spans S = Bpb / 8 blocks, which the address map puts on S
+// different pseudo-channels (the block number's low bits XOR the rest: the S blocks differ only
+// in their low log2 S bits), and the beat goes to all of them at once: a part of 8 bursts into
+// each one's queue (so NC >= S). Each pseudo-channel has a queue of parts and sends their bursts
+// to its controller one per cycle, so the pseudo-channels work in parallel and the port is not
+// limited to one burst per cycle, as tp_hbm's single burst port is. Each read beat in flight has
+// a tag (the controllers' request ID); a reorder buffer indexed by tag gathers the bursts of
+// every part and hands the beats back in request order. Writes are posted: acknowledged when their beat is queued (a later read of the same
 // place queues behind it in the same pseudo-channel, and the controller keeps same-address
 // order), so a write waiting in a controller's write queue never holds up the reads.
 module tp_mem_hbm #(
-  parameter int unsigned W  = 256,  // chip beat: 1, 2, 4 or 8 bursts of 256 bits
+  parameter int unsigned W  = 256,  // chip beat: 1 to 64 bursts of 256 bits, a power of two
   parameter int unsigned NC = 2,    // pseudo-channels
   parameter int unsigned QD = 8,
   parameter int unsigned BankGroups = 4,
@@ -27,6 +29,8 @@ module tp_mem_hbm #(
   parameter int unsigned TWTRS = 4, TWTRL = 9, TRTP = 4, TWR = 16, TRFC = 260, TREFI = 3900,
   parameter int unsigned PerBankRefresh = 0, TRFCSB = 160, TRREFD = 8,
   localparam int unsigned Bpb = W / 256,
+  localparam int unsigned S   = (Bpb > 8) ? Bpb / 8 : 1,  // parts of a beat: pseudo-channels it spans
+  localparam int unsigned Pb  = Bpb / S,                  // bursts in a part
   localparam int unsigned NB  = BankGroups * BanksPerGroup,
   localparam int unsigned BW  = $clog2(NB),
   localparam int unsigned LAW = RowW + BW + ColW,  // burst address within a pseudo-channel
@@ -67,37 +71,46 @@ module tp_mem_hbm #(
 );
   localparam int unsigned NT  = 2 ** IdW;
   localparam int unsigned CB  = (NC > 1) ? $clog2(NC) : 1;
-  localparam int unsigned KW  = $clog2(Bpb + 1);
-  localparam int unsigned QW  = IdW + 1 + LAW + W;  // queue entry: tag, write, first burst, data
+  localparam int unsigned KW  = $clog2(Pb + 1);
+  localparam int unsigned PW  = W / S;                  // a part's bits
+  localparam int unsigned QW  = IdW + 1 + LAW + PW;     // queue entry: tag, write, first burst, data
 
-  if (W % 256 != 0 || !(Bpb == 1 || Bpb == 2 || Bpb == 4 || Bpb == 8)) begin : gen_bad_w
-    $error("tp_mem_hbm: a beat of %0d bits is not 1, 2, 4 or 8 bursts of 256 bits", W);
+  if (W % 256 != 0 || Bpb > 64 || (Bpb & (Bpb - 1)) != 0) begin : gen_bad_w
+    $error("tp_mem_hbm: a beat of %0d bits is not 1 to 64 bursts of 256 bits, a power of two", W);
+  end
+  if (S > NC) begin : gen_bad_nc
+    $error("tp_mem_hbm: a beat of %0d bursts spans %0d pseudo-channels, and there are %0d", Bpb, S, NC);
   end
 
   // ---- where a beat goes: burst address A = beat * Bpb; pseudo-channel (A >> 3) % NC --------
   // The pseudo-channel is the block number's low bits XOR every higher group of CB bits: a
   // matrix walked down its rows (a stride of a power of two blocks) still spreads over all
   // pseudo-channels. The rest of the block number and the burst in the block address the
-  // pseudo-channel (tb/chip/chip_harness.h has the same map for the host's backdoor).
+  // pseudo-channel (sw/sim/chip_harness.h has the same map for the host's backdoor). Part j of a
+  // beat of S parts is block beat * S + j: pseudo-channel pc ^ j.
   logic [63:0]    burst, blk;
   logic [CB-1:0]  pc;
-  logic [LAW-1:0] laddr;
+  logic [CB-1:0]  part_pc    [S];
+  logic [LAW-1:0] part_laddr [S];
   always_comb begin
     burst = 64'(req_addr_i) * 64'(Bpb);
     blk   = burst >> 3;
     pc    = '0;
     if (NC > 1) begin
       for (int k = 0; k < 64; k += CB) pc = pc ^ CB'(blk >> k);
-      laddr = LAW'({blk >> CB, burst[2:0]});
-    end else begin
-      laddr = LAW'(burst);
+    end
+    for (int j = 0; j < int'(S); j++) begin
+      part_pc[j] = pc ^ CB'(j);
+      if (NC > 1) part_laddr[j] = LAW'({(blk + 64'(j)) >> CB, burst[2:0]});
+      else part_laddr[j] = LAW'(burst + 64'(j * 8));
     end
   end
 
   // ---- read tags and the reorder buffer; posted write acknowledgements ----------------------
   localparam logic [IdW-1:0] WriteId = '1;
   logic [W-1:0]   rob_data_q [NT];
-  logic [KW-1:0]  rob_cnt_q  [NT];  // bursts answered
+  logic [KW-1:0]  rob_cnt_q  [NT][S];  // bursts of each part answered
+  logic [CB-1:0]  rob_pc_q   [NT];     // the beat's pseudo-channel (part 0's)
   logic           rob_err_q  [NT];
   logic [3:0]     rob_id_q   [NT];
   logic [IdW-1:0] tail_q, head_q;
@@ -106,11 +119,20 @@ module tp_mem_hbm #(
   logic [3:0]     ack_id;
   logic [NC-1:0]  q_ready, q_empty;
 
+  logic parts_ready, head_done;
+  always_comb begin
+    parts_ready = 1'b1;
+    head_done   = 1'b1;
+    for (int j = 0; j < int'(S); j++) begin
+      parts_ready = parts_ready && q_ready[part_pc[j]];
+      head_done   = head_done && rob_cnt_q[head_q][j] == KW'(Pb);
+    end
+  end
   assign free        = inflight_q != (IdW + 1)'(NT - 1);
-  assign req_ready_o = q_ready[pc] && (req_write_i ? ack_in_ready : free);
+  assign req_ready_o = parts_ready && (req_write_i ? ack_in_ready : free);
   assign fire_req    = req_valid_i && req_ready_o;
   // Reads first; a write's acknowledgement when no read beat is complete.
-  assign rd_done     = inflight_q != '0 && rob_cnt_q[head_q] == KW'(Bpb);
+  assign rd_done     = inflight_q != '0 && head_done;
   assign rsp_valid_o = rd_done || ack_valid;
   assign rsp_write_o = !rd_done;
   assign rsp_id_o    = rd_done ? rob_id_q[head_q] : ack_id;
@@ -154,46 +176,58 @@ module tp_mem_hbm #(
     else wr_out_q <= wr_out_q + ((fire_req && req_write_i) ? 32'(Bpb) : 32'd0) - 32'(wr_done);
   end
 
-  // Controller responses (a tag's bursts all come from one pseudo-channel, in order).
+  // Controller responses (a part's bursts all come from one pseudo-channel, in order; part j of
+  // a tag from its pseudo-channel rob_pc_q ^ j).
   logic           c_rsp_valid [NC], c_rsp_write [NC], c_rsp_err [NC], c_err_mask [NC];
   logic [IdW-1:0] c_rsp_id    [NC];
   logic [255:0]   c_rsp_rdata [NC];
 
   for (genvar t = 0; t < NT; t++) begin : gen_rob
-    logic         hit, hit_err;
-    logic [255:0] hit_data;
+    logic         hit [S], hit_err [S];
+    logic [255:0] hit_data [S];
     always_comb begin
-      hit      = 1'b0;
-      hit_err  = 1'b0;
-      hit_data = '0;
+      for (int j = 0; j < int'(S); j++) begin
+        hit[j]      = 1'b0;
+        hit_err[j]  = 1'b0;
+        hit_data[j] = '0;
+      end
       for (int c = 0; c < NC; c++) begin
-        if (c_rsp_valid[c] && !c_rsp_write[c] && c_rsp_id[c] == IdW'(t)) begin
-          hit      = 1'b1;
-          hit_err  = c_rsp_err[c];
-          hit_data = c_rsp_rdata[c];
+        for (int j = 0; j < int'(S); j++) begin
+          if (c_rsp_valid[c] && !c_rsp_write[c] && c_rsp_id[c] == IdW'(t) && CB'(c) == (rob_pc_q[t] ^ CB'(j))) begin
+            hit[j]      = 1'b1;
+            hit_err[j]  = c_rsp_err[c];
+            hit_data[j] = c_rsp_rdata[c];
+          end
         end
       end
     end
     always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) begin
-        rob_cnt_q[t] <= '0;
+        for (int j = 0; j < int'(S); j++) rob_cnt_q[t][j] <= '0;
         rob_err_q[t] <= 1'b0;
         rob_id_q[t]  <= '0;
+        rob_pc_q[t]  <= '0;
       end else if (fire_req && !req_write_i && tail_q == IdW'(t)) begin
-        rob_cnt_q[t] <= '0;
+        for (int j = 0; j < int'(S); j++) rob_cnt_q[t][j] <= '0;
         rob_err_q[t] <= 1'b0;
         rob_id_q[t]  <= req_id_i;
-      end else if (hit) begin
-        rob_cnt_q[t] <= rob_cnt_q[t] + 1;
-        rob_err_q[t] <= rob_err_q[t] || hit_err;
+        rob_pc_q[t]  <= pc;
+      end else begin
+        for (int j = 0; j < int'(S); j++) begin
+          if (hit[j]) begin
+            rob_cnt_q[t][j] <= rob_cnt_q[t][j] + 1;
+            if (hit_err[j]) rob_err_q[t] <= 1'b1;
+          end
+        end
       end
     end
     always_ff @(posedge clk_i) begin
-      if (hit) rob_data_q[t][256 * rob_cnt_q[t] +: 256] <= hit_data;
+      for (int j = 0; j < int'(S); j++)
+        if (hit[j]) rob_data_q[t][PW * j + 256 * 32'(rob_cnt_q[t][j]) +: 256] <= hit_data[j];
     end
   end
 
-  // ---- per pseudo-channel: a queue of beats, their bursts to the controller --------------------
+  // ---- per pseudo-channel: a queue of parts, their bursts to the controller --------------------
   logic err_mask_any;
   always_comb begin
     err_mask_any = 1'b0;
@@ -206,22 +240,38 @@ module tp_mem_hbm #(
     logic [QW-1:0]  h_entry;
     logic [IdW-1:0] h_tag;
     logic [LAW-1:0] h_addr;
-    logic [W-1:0]   h_data;
-    logic [KW-1:0]  k_q;  // bursts of the head beat sent
+    logic [PW-1:0]  h_data;
+    logic [KW-1:0]  k_q;  // bursts of the head part sent
+    // The part of this beat that goes here (at most one: the parts' pseudo-channels differ).
+    logic           mine;
+    logic [LAW-1:0] my_laddr;
+    logic [PW-1:0]  my_data;
+    always_comb begin
+      mine     = 1'b0;
+      my_laddr = '0;
+      my_data  = '0;
+      for (int j = 0; j < int'(S); j++) begin
+        if (part_pc[j] == CB'(c)) begin
+          mine     = 1'b1;
+          my_laddr = part_laddr[j];
+          my_data  = req_wdata_i[PW * j +: PW];
+        end
+      end
+    end
 
     assign q_empty[c] = !h_valid;
     tp_fifo #(.Width(QW), .Depth(4)) u_beats (
       .clk_i,
       .rst_ni,
-      .valid_i (fire_req && pc == CB'(c)),
+      .valid_i (fire_req && mine),
       .ready_o (q_ready[c]),
-      .data_i  ({req_write_i ? WriteId : tail_q, req_write_i, laddr, req_wdata_i}),
+      .data_i  ({req_write_i ? WriteId : tail_q, req_write_i, my_laddr, my_data}),
       .valid_o (h_valid),
       .ready_i (pop),
       .data_o  (h_entry)
     );
     assign {h_tag, h_write, h_addr, h_data} = h_entry;
-    assign pop = h_valid && c_ready && k_q == KW'(Bpb - 1);
+    assign pop = h_valid && c_ready && k_q == KW'(Pb - 1);
     always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) k_q <= '0;
       else if (h_valid && c_ready) k_q <= pop ? '0 : k_q + 1;

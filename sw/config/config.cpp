@@ -235,12 +235,20 @@ Preset parse_one(const std::string& name, const json& j, const std::string& orig
     p.chip.hbm = parse_hbm(merged, origin, cw + ".hbm");
   }
   if (p.chip.memory == "hbm") {
-    // A beat is mxu.n / 8 whole 32-byte bursts, 1, 2, 4 or 8 of them (inside one 8-burst block of
-    // a pseudo-channel), and every beat must exist in the HBM.
-    if (p.mxu.n % 8 != 0 || !std::has_single_bit(p.mxu.n / 8) || p.mxu.n / 8 > 8)
+    // A beat is mxu.n / 8 whole 32-byte bursts, a power of two up to 64; up to 8 lie in one 8-burst
+    // block of a pseudo-channel, a wider beat spans n / 64 blocks on as many pseudo-channels
+    // (rtl/chip/tp_mem_hbm.sv); and every beat must exist in the HBM.
+    // (mxu.n is at most 256 here, 32 bursts; the port itself takes up to 64.)
+    if (p.mxu.n % 8 != 0 || !std::has_single_bit(p.mxu.n / 8))
       fail(origin, where + ".chip.memory",
-           fmt::format("\"hbm\" needs mxu.n = 8, 16, 32 or 64 (a beat of 1, 2, 4 or 8 bursts), not {}", p.mxu.n));
+           fmt::format("\"hbm\" needs mxu.n = 8, 16, 32, 64, 128 or 256 (a beat of a power of two of bursts), not {}",
+                       p.mxu.n));
     const HbmConfig& h = p.chip.hbm;
+    if (p.mxu.n > 64 && p.mxu.n / 64 > h.channels * h.pseudo_channels)
+      fail(origin, where + ".chip.memory",
+           fmt::format(
+               "\"hbm\": a beat of mxu.n = {} lanes spans {} pseudo-channels, and the HBM has {} ({} channels x {})",
+               p.mxu.n, p.mxu.n / 64, h.channels * h.pseudo_channels, h.channels, h.pseudo_channels));
     const uint64_t bursts =
         uint64_t{h.channels} * h.pseudo_channels * h.bank_groups * h.banks_per_group * h.rows * h.columns;
     if (p.chip.hbm_beats * (p.mxu.n / 8) > bursts)

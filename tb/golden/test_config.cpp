@@ -187,8 +187,21 @@ TEST(Config, ChipSectionIsValidated) {
             std::string::npos);
   on_hbm["presets"]["a"]["chip"]["hbm_beats"] = 1024;
   on_hbm["presets"]["a"]["mxu"]["n"] = 12;
-  EXPECT_NE(error_of(on_hbm.dump()).find("presets.a.chip.memory: \"hbm\" needs mxu.n = 8, 16, 32 or 64"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(on_hbm.dump())
+          .find("presets.a.chip.memory: \"hbm\" needs mxu.n = 8, 16, 32, 64, 128 or 256 (a beat of a power of two "
+                "of bursts), not 12"),
+      std::string::npos)
+      << error_of(on_hbm.dump());
+  // A beat wider than 64 lanes spans n / 64 pseudo-channels: there must be as many.
+  on_hbm["presets"]["a"]["mxu"]["n"] = 256;  // 4 of the 4 x 2
+  EXPECT_EQ(error_of(on_hbm.dump()), "");
+  on_hbm["presets"]["a"]["chip"]["hbm"]["channels"] = 1;  // the chip's controllers: 2 pseudo-channels
+  EXPECT_NE(error_of(on_hbm.dump())
+                .find("presets.a.chip.memory: \"hbm\": a beat of mxu.n = 256 lanes spans 4 pseudo-channels, and the "
+                      "HBM has 2 (1 channels x 2)"),
+            std::string::npos)
+      << error_of(on_hbm.dump());
 }
 
 // chip.hbm: overrides of the hbm section for the controllers that serve the chip; the hbm
