@@ -777,7 +777,10 @@ int cmd_pod(const PodOptions& o) {
       j["host_board"] = {x, y};
     }
     if (o.link_latency != 0) j["link_latency"] = o.link_latency;
-    json file = {{"default", cfg.name}, {"pods", {{cfg.name, j}}}};
+    // The pod is no longer the named one: name it by what it is (e.g. "4x4 of tiny (from 2x2)").
+    const std::string name = fmt::format("{}x{} of {} (from {})", j["torus"][0].get<unsigned>(),
+                                         j["torus"][1].get<unsigned>(), j["preset"].get<std::string>(), cfg.name);
+    json file = {{"default", name}, {"pods", {{name, j}}}};
     std::vector<std::string> names;
     for (const auto& p : tp::load_presets()) names.push_back(p.name);
     cfg = tp::parse_pods(file.dump(), "tensorpod pod options", names).front();
