@@ -6,14 +6,15 @@
 #   make sim-chip [PRESET=<name>] [ARGS="--matmul 512x256x1024 --bias --relu"]
 #                                                       an MLP (or ARGS) on one Verilated chip and
 #                                                       on the golden interpreter, compared
-#   make test [SANITIZE=1]                              the regression (tiny, small, small_model, odd);
+#                                                       (PRESET=v2 builds the v2 chip first)
+#   make test [SANITIZE=1]                              the regression (tiny, small, small_model, odd, wide);
 #                                                       SANITIZE=1: built with ASan and UBSan in build-asan
 #   make wave  TEST=<test> [SEED=<n>] [PRESET=<name>] [CHIP=<x,y>]
 #                                                       rerun one test with FST waves (a pod
 #                                                       test: every chip's, or chip x,y's)
 #   make lint                                           verilator --lint-only -Wall, every top
 #   make bench                                          build/reports/{mxu,ici,hbm,chip,pod,collectives,train,numerics}.json,
-#                                                       ici.svg, then make plots
+#                                                       ici.svg, then make plots (builds the v2 chip)
 #   make plots                                          build/reports/plots/*.png and *.svg from the
 #                                                       reports that are there (scripts/plots.py)
 #   make soak  [SOAK_MINUTES=30] [SOAK_ONLY=ici,chip]   the soak campaign: every block's soak tests
@@ -68,9 +69,17 @@ all: test
 deps:
 	@scripts/install-deps.sh
 
+# Chips built for the tool and the chip benchmark only (TP_BIG_CHIP_PRESETS; no tests): make bench
+# and make sim-chip PRESET=v2 add v2 (about 5 minutes to build on 2 cores, once), which the build
+# directory then keeps.
+BIG_CHIPS ?=
+bench: BIG_CHIPS = v2
+sim-chip: BIG_CHIPS = $(filter v2,$(PRESET))
+
 configure: deps
 	@mkdir -p $(BUILD)
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(SAN_FLAGS) > $(BUILD)/configure.log 2>&1 \
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(SAN_FLAGS) \
+	  $(if $(BIG_CHIPS),-DTP_BIG_CHIP_PRESETS="$(BIG_CHIPS)") > $(BUILD)/configure.log 2>&1 \
 	  || { cat $(BUILD)/configure.log; echo "make: configuring failed (log: $(BUILD)/configure.log)"; exit 1; }
 
 sim: configure

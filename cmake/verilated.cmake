@@ -74,7 +74,8 @@ function(tp_verilate lib)
     TRACE_FST
     DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${lib}.dir
     VERILATOR_ARGS ${V_ARGS} ${V_PARAMS}
-    OPT_FAST -O2)
+    OPT_FAST -O2
+    OPT_SLOW -O1)
   target_link_libraries(${lib} PUBLIC Threads::Threads)
   # Verilator's headers are not ours: include them as system headers so that our warning
   # flags apply to our code only.

@@ -33,6 +33,7 @@ endforeach()
 
 
 # make bench: compiled matmuls on the Verilated chip (build/reports/chip.json).
+# TP_BIG_CHIP_PRESETS (v2 in make bench) are benchmarked too.
 set(TP_CHIP_BENCH_PRESETS tiny small small_model CACHE STRING "Presets of the chip benchmark (a subset of TP_CHIP_PRESETS)")
 add_executable(chip_bench chip/chip_bench.cpp)
 target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
