@@ -73,13 +73,14 @@ deps:
 # and make sim-chip PRESET=v2 add v2 (about 5 minutes to build on 2 cores, once), which the build
 # directory then keeps.
 BIG_CHIPS ?=
+space := $(subst ,, )
 bench: BIG_CHIPS = v2
 sim-chip: BIG_CHIPS = $(filter v2,$(PRESET))
 
 configure: deps
 	@mkdir -p $(BUILD)
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(SAN_FLAGS) \
-	  $(if $(BIG_CHIPS),-DTP_BIG_CHIP_PRESETS="$(BIG_CHIPS)") > $(BUILD)/configure.log 2>&1 \
+	  $(if $(BIG_CHIPS),-DTP_BIG_CHIP_PRESETS="$(subst $(space),;,$(strip $(BIG_CHIPS)))") > $(BUILD)/configure.log 2>&1 \
 	  || { cat $(BUILD)/configure.log; echo "make: configuring failed (log: $(BUILD)/configure.log)"; exit 1; }
 
 sim: configure

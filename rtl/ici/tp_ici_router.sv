@@ -531,7 +531,8 @@ module tp_ici_router
         byp[p][v] = (SaIters > 1) && (count_q[p][v] >= BW'(2)) && second[p][v].head &&
                     second[p][v].tail && (rc2_port[p][v] != eff_port[p][v]) &&
                     !busy_q[rc2_port[p][v]][rc2_vc[p][v]] && !va_gv[rc2_port[p][v]][rc2_vc[p][v]] &&
-                    out_ready[rc2_port[p][v]] && credit_ok[rc2_port[p][v]][rc2_vc[p][v]];
+                    out_ready[rc2_port[p][v]] && credit_ok[rc2_port[p][v]][rc2_vc[p][v]] &&
+                    (!turns(p, int'(rc2_port[p][v])) || room[rc2_port[p][v] % 4][rc2_vc[p][v]]);
       end
     end
   end

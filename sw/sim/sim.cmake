@@ -12,14 +12,16 @@ target_link_libraries(tp_sim_util PUBLIC tp_trace tp_config)  # chip_harness.h r
 # The chip (rtl/chip) at each preset of TP_CHIP_PRESETS: Verilated once per preset, shared by the RTL backend,
 # the pod, the tensorpod tool and the chip tests; and at TP_BIG_CHIP_PRESETS, for the tool and the
 # chip benchmark only (no pod, no tests).
-foreach(preset ${TP_CHIP_PRESETS} ${TP_BIG_CHIP_PRESETS})
+set(TP_ALL_CHIP_PRESETS ${TP_CHIP_PRESETS} ${TP_BIG_CHIP_PRESETS})
+list(REMOVE_DUPLICATES TP_ALL_CHIP_PRESETS)
+foreach(preset ${TP_ALL_CHIP_PRESETS})
   tp_chip_model(${preset})
 endforeach()
 
 # The driver's RTL backend per chip preset (object libraries: their static registration stays
 # linked).
 set(TP_RTL_BACKENDS "")
-foreach(preset ${TP_CHIP_PRESETS} ${TP_BIG_CHIP_PRESETS})
+foreach(preset ${TP_ALL_CHIP_PRESETS})
   add_library(tp_rtl_backend_${preset} OBJECT ${CMAKE_CURRENT_LIST_DIR}/rtl_backend.cpp)
   target_compile_definitions(tp_rtl_backend_${preset} PRIVATE TP_PRESET="${preset}"
                              TP_CHIP_HEADER="Vchip_${preset}.h" TP_CHIP_CLASS=Vchip_${preset})
