@@ -173,7 +173,7 @@ module tp_core
       case (op)
         OpDmaLd, OpDmaSt: begin
           if (e_rows == 0 || dma_cols(raw) == 0 || e_rows > 64'hffff) chk = ErrBadField;
-          else if (e_va + e_rows * w(32'(dma_cols(raw))) > 64'(VmemRows))
+          else if (e_va + (e_rows * w(32'(dma_cols(raw))) << dma_packed(raw)) > 64'(VmemRows))
             chk = ErrVmemRange;
           else if (e_ha + (e_rows - 1) * w(32'(dma_hstride(raw))) + w(32'(dma_cols(raw))) > 64'(HbmBeats))
             chk = ErrHbmRange;

@@ -4,6 +4,9 @@
 // while the previous ones' data still arrives (up to four instructions in flight), so the
 // memory's latency is paid once per stream of loads, not once per load: with two, a short load
 // between two long ones (a weight tile between two K-tiles of A) exposed the latency again.
+// A packed load (bf16 two per word in HBM) writes each beat as two VMEM rows, its low halves at
+// vaddr + i and its high halves at vaddr + rows*cols + i, one write per grant, each lane's bf16
+// in bits 15:0 of its word.
 module tp_dma_ld
   import tp_isa_pkg::*;
 #(
@@ -38,21 +41,24 @@ module tp_dma_ld
 );
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
   // An instruction's write side: where its rows go, how many, what to signal.
-  localparam int unsigned DW = 20 + 32 + 4 + 32;
+  localparam int unsigned DW = 1 + 20 + 32 + 4 + 32;
+  localparam int unsigned NL = W / 32;
 
   // Request side: one instruction's beats, one per cycle as the memory takes them.
   logic        req_busy_q;
   logic [31:0] total_q, issued_q;
-  logic        req_fire, wr_fire;
+  logic        req_fire, wr_fire, beat_done;
   // Write side: the instructions whose requests are out, oldest first.
   logic          d_in_ready, d_valid, d_pop;
   logic [DW-1:0] d_in, d_out;
   logic [19:0]   d_vaddr;
   logic [31:0]   d_total, d_pc, written_q;
+  logic          d_packed, hi_q;  // hi_q: the beat's low half is written, its high half is next
+  logic [W-1:0]  half;
   logic [3:0]    d_sig;
   logic [63:0]   bytes_q;
 
-  assign d_in = {20'(dma_vaddr(instr_i)), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};
+  assign d_in = {dma_packed(instr_i), 20'(dma_vaddr(instr_i)), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};
   tp_fifo #(.Width(DW), .Depth(4)) u_desc (
     .clk_i,
     .rst_ni,
@@ -63,7 +69,7 @@ module tp_dma_ld
     .ready_i (d_pop),
     .data_o  (d_out)
   );
-  assign {d_vaddr, d_total, d_sig, d_pc} = d_out;
+  assign {d_packed, d_vaddr, d_total, d_sig, d_pc} = d_out;
 
   // The next instruction's requests start while the previous one's data is still arriving.
   assign ready_o     = !req_busy_q && d_in_ready;
@@ -71,11 +77,15 @@ module tp_dma_ld
   assign req_valid_o = req_busy_q;
   assign req_fire    = req_valid_o && req_ready_i;
   assign wr_req_o    = d_valid && rsp_valid_i;
-  assign wr_addr_o   = d_vaddr + 20'(written_q);
-  assign wr_data_o   = rsp_data_i;
-  assign rsp_ready_o = wr_gnt_i;
+  assign wr_addr_o   = d_vaddr + 20'(written_q) + (hi_q ? 20'(d_total) : 20'd0);
+  always_comb begin
+    for (int l = 0; l < NL; l++) half[32*l+:32] = {16'd0, hi_q ? rsp_data_i[32*l+16+:16] : rsp_data_i[32*l+:16]};
+  end
+  assign wr_data_o   = d_packed ? half : rsp_data_i;
   assign wr_fire     = wr_req_o && wr_gnt_i;
-  assign d_pop       = wr_fire && (written_q + 1 == d_total);
+  assign rsp_ready_o = wr_gnt_i && (!d_packed || hi_q);  // a packed beat is taken with its second write
+  assign beat_done   = wr_fire && (!d_packed || hi_q);
+  assign d_pop       = beat_done && (written_q + 1 == d_total);
   assign moving_o    = req_fire || wr_fire;
   assign cmpl_o      = d_pop;
   assign cmpl_sig_o  = d_sig;
@@ -98,6 +108,7 @@ module tp_dma_ld
       total_q    <= '0;
       issued_q   <= '0;
       written_q  <= '0;
+      hi_q       <= 1'b0;
       err_o      <= 1'b0;
       err_pc_o   <= '0;
       bytes_q    <= '0;
@@ -110,7 +121,8 @@ module tp_dma_ld
         issued_q <= issued_q + 1;
         if (issued_q + 1 == total_q) req_busy_q <= 1'b0;
       end
-      if (wr_fire) begin
+      if (wr_fire && d_packed) hi_q <= !hi_q;
+      if (beat_done) begin  // bytes count the memory's beats
         written_q <= d_pop ? '0 : written_q + 1;
         bytes_q   <= bytes_q + RowBytes;
         if (rsp_err_i && !err_o) begin  // the first error and its instruction

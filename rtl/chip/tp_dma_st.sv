@@ -1,6 +1,9 @@
 // Store DMA (docs/chip.md): dma.st copies consecutive VMEM rows to a 2D block of HBM beats.
 // VMEM rows stream in through a read stream, go out as write requests, and the instruction is
-// complete when the memory has acknowledged every beat. One instruction at a time.
+// complete when the memory has acknowledged every beat. One instruction at a time. A packed
+// store (bf16 two per word in HBM) reads two VMEM rows per beat, vaddr + i and vaddr + rows*cols
+// + i, and writes bits 15:0 of each lane of the first as the word's low half, of the second as
+// its high half.
 module tp_dma_st
   import tp_isa_pkg::*;
 #(
@@ -33,20 +36,25 @@ module tp_dma_st
   output logic [63:0]  cnt_bytes_o
 );
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
+  localparam int unsigned NL = W / 32;
   logic        busy_q;
   logic [31:0] total_q, acked_q;
   logic [3:0]  sig_q;
   logic [31:0] pc_q;
   logic [63:0] bytes_q;
   logic        s_valid, s_idle, s_req_done, req_fire;
+  logic        s_ready, packed_q, lo_valid_q;
+  logic [W-1:0] s_data, lo_q, joined;
+  logic [31:0] count;
 
   tp_rd_stream #(.W(W)) u_rows (
     .clk_i,
     .rst_ni,
     .start_i  (start_i),
     .addr_i   (20'(dma_vaddr(instr_i))),
-    .count_i  (32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i))),
+    .count_i  (dma_packed(instr_i) ? 2 * count : count),
     .step_i   (20'd1),
+    .pair_off_i (dma_packed(instr_i) ? 20'(count) : 20'd0),
     .idle_o   (s_idle),
     .req_done_o (s_req_done),
     .req_o    (rd_req_o),
@@ -55,14 +63,22 @@ module tp_dma_st
     .rvalid_i (rd_rvalid_i),
     .rdata_i  (rd_rdata_i),
     .valid_o  (s_valid),
-    .ready_i  (req_ready_i),
-    .data_o   (req_data_o)
+    .ready_i  (s_ready),
+    .data_o   (s_data)
   );
+  assign count = 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
+
+  // Packed: the pair's first row waits in lo_q; the beat goes out with the second.
+  always_comb begin
+    for (int l = 0; l < NL; l++) joined[32*l+:32] = {s_data[32*l+:16], lo_q[32*l+:16]};
+  end
+  assign s_ready    = packed_q && !lo_valid_q ? 1'b1 : req_ready_i;
+  assign req_data_o = packed_q ? joined : s_data;
 
   assign idle_o      = !busy_q;
-  assign req_valid_o = s_valid;
+  assign req_valid_o = s_valid && (!packed_q || lo_valid_q);
   assign req_fire    = req_valid_o && req_ready_i;
-  assign moving_o    = req_fire || rsp_valid_i;
+  assign moving_o    = req_fire || rsp_valid_i || (packed_q && s_valid && !lo_valid_q);
   assign cmpl_o      = busy_q && rsp_valid_i && (acked_q + 1 == total_q);
   assign cmpl_sig_o  = sig_q;
   assign err_pc_o    = pc_q;
@@ -88,13 +104,23 @@ module tp_dma_st
       pc_q      <= '0;
       err_o     <= 1'b0;
       bytes_q   <= '0;
+      packed_q  <= 1'b0;
+      lo_valid_q <= 1'b0;
+      lo_q      <= '0;
     end else begin
+      if (packed_q && s_valid && !lo_valid_q) begin
+        lo_q       <= s_data;
+        lo_valid_q <= 1'b1;
+      end else if (req_fire) begin
+        lo_valid_q <= 1'b0;
+      end
       if (start_i) begin
         busy_q    <= 1'b1;
         total_q   <= 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i));
         acked_q   <= '0;
         sig_q     <= f_signal(instr_i);
         pc_q      <= pc_i;
+        packed_q  <= dma_packed(instr_i);
       end else begin
         if (req_fire) begin
           bytes_q <= bytes_q + RowBytes;

@@ -70,6 +70,7 @@ module tp_ici_send
     .addr_i     (vaddr_i),
     .count_i    (32'(rows_i)),
     .step_i     (20'd1),
+    .pair_off_i ('0),
     .idle_o     (s_idle),
     .req_done_o (s_req_done),
     .req_o      (rd_req_o),

@@ -2,7 +2,9 @@
 // the MXU accumulators): a job is (first address, count, address step); rows come out in order
 // on valid/ready. Requests are issued only while the output FIFO has room for every row in
 // flight, so the read data never has to wait. A new job may start as soon as the previous one
-// has requested its last row; its rows follow the previous job's in the output.
+// has requested its last row; its rows follow the previous job's in the output. A job with a
+// pair offset P (not 0) reads pairs: addr, addr + P, addr + step, addr + step + P, ... (count_i
+// rows in all; the store DMA's packed beats).
 module tp_rd_stream #(
   parameter int unsigned W     = 256,
   parameter int unsigned AW    = 20,
@@ -14,6 +16,7 @@ module tp_rd_stream #(
   input  logic [AW-1:0] addr_i,
   input  logic [31:0]   count_i,
   input  logic [AW-1:0] step_i,   // address step: 1 consecutive rows, 0 the same row count_i times
+  input  logic [AW-1:0] pair_off_i,  // 0: none; else each row's partner P rows on
   output logic          idle_o,   // no row left to request or deliver
   output logic          req_done_o,  // every row of the job is requested: the next job may start
   output logic          req_o,
@@ -28,13 +31,14 @@ module tp_rd_stream #(
   localparam int unsigned CW = $clog2(Depth + 1);
   logic [AW-1:0] addr_q;
   logic [31:0]   left_q;
-  logic [AW-1:0] step_q;
+  logic [AW-1:0] step_q, pair_q;
+  logic          odd_q;  // the next request is the partner row
   logic [CW-1:0] held_q;  // rows requested and not yet taken from the FIFO
   logic          fifo_ready;
   logic          pop;
 
   assign req_o  = (left_q != 0) && (held_q < CW'(Depth));
-  assign addr_o = addr_q;
+  assign addr_o = addr_q + (odd_q ? pair_q : '0);
   assign pop    = valid_o && ready_i;
   assign idle_o = (left_q == 0) && (held_q == '0);
   assign req_done_o = (left_q == 0);
@@ -44,14 +48,19 @@ module tp_rd_stream #(
       addr_q <= '0;
       left_q <= '0;
       step_q <= '0;
+      pair_q <= '0;
+      odd_q  <= 1'b0;
       held_q <= '0;
     end else begin
       if (start_i) begin
         addr_q <= addr_i;
         left_q <= count_i;
         step_q <= step_i;
+        pair_q <= pair_off_i;
+        odd_q  <= 1'b0;
       end else if (req_o && gnt_i) begin
-        addr_q <= addr_q + step_q;
+        if (pair_q == '0 || odd_q) addr_q <= addr_q + step_q;
+        odd_q  <= pair_q != '0 && !odd_q;
         left_q <= left_q - 1;
       end
       held_q <= held_q + CW'(req_o && gnt_i) - CW'(pop);

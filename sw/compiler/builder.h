@@ -60,6 +60,17 @@ inline Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, bool a_acc) {
   return i;
 }
 
+// W's beats from one K-tile to the next (nb column tiles), and one weight tile's dma.ld into VMEM
+// row vaddr from beat haddr: n rows, or with W in bf16x2 n/2 packed beats, each two rows.
+inline uint64_t w_kstep(const Preset& p, const MatmulLayer& l, uint64_t nb) {
+  return (l.w.bf16x2 ? p.mxu.n / 2 : p.mxu.n) * nb;
+}
+inline Instr w_load(const Preset& p, const MatmulLayer& l, uint64_t nb, uint64_t vaddr, uint64_t haddr) {
+  Instr i = isa::build::dma(Op::dma_ld, vaddr, haddr, l.w.bf16x2 ? p.mxu.n / 2 : p.mxu.n, 1, nb, kWFree, kWFull);
+  i.f.packed = l.w.bf16x2 ? 1 : 0;
+  return i;
+}
+
 inline std::string layer_name(size_t index, const MatmulLayer& l) {
   return fmt::format("layer {} ({}x{}x{})", index, l.m, l.k, l.n);
 }

@@ -87,12 +87,18 @@ void check_layer(const Preset& p, size_t index, const MatmulLayer& l) {
     uint32_t rows, cols;
     uint64_t beats;
   };
+  if (l.c.bf16x2 || l.b.bf16x2)
+    throw CompileError(
+        fmt::format("{}: {} cannot be bf16x2 (only A and W are read packed)", name, l.c.bf16x2 ? "C" : "bias"));
+  if (l.w.bf16x2 && p.mxu.n % 2 != 0)
+    throw CompileError(
+        fmt::format("{}: W cannot be bf16x2 at n = {} (a tile's packed beats pair rows i and i + n/2)", name, p.mxu.n));
   std::vector<Ref> refs = {
-      {"A", l.a, l.m, l.k, padded_beats(p, l.m, l.k)},
-      {"W", l.w, l.k, l.n, padded_beats(p, padded_rows(p, l.k), l.n)},
-      {"C", l.c, l.m, l.n, padded_beats(p, l.m, l.n)},
+      {"A", l.a, l.m, l.k, matrix_beats(p, l.a, false)},
+      {"W", l.w, l.k, l.n, matrix_beats(p, l.w, true)},
+      {"C", l.c, l.m, l.n, matrix_beats(p, l.c, false)},
   };
-  if (l.bias) refs.push_back({"bias", l.b, 1, l.n, padded_beats(p, 1, l.n)});
+  if (l.bias) refs.push_back({"bias", l.b, 1, l.n, matrix_beats(p, l.b, false)});
   for (const auto& r : refs) {
     if (r.ref.rows != r.rows || r.ref.cols != r.cols)
       throw CompileError(
@@ -220,13 +226,25 @@ class Builder {
     }
     // K-tile kb of A block mb: one strided dma.ld, signalling A_FULL (one count per K-tile, so
     // the first pass over a block starts as soon as its first K-tile is in).
+    // With A in bf16x2, K-tiles 2j and 2j + 1 come in one packed load (to rows buf + kb * rows,
+    // K-tile after K-tile, so the block's rows, not TM, apart) and the odd one's count is a load
+    // fence after it (the load queue completes in order); an odd Kb's last K-tile is a plain load
+    // of its beats, whose high halves are the zero padding.
     auto a_tile = [&](uint64_t mb, uint64_t kb) {
       const uint64_t rows = block_rows(mb);
       const uint64_t buf = lay.a_buf[mb % 2];
-      return Line{
-          dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb, kb == 0 ? kAFree : 0,
-              kAFull),
-          fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb, mb % 2)};
+      std::string text =
+          fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb, mb % 2);
+      if (!l.a.bf16x2)
+        return Line{dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb,
+                        kb == 0 ? kAFree : 0, kAFull),
+                    std::move(text)};
+      if (kb % 2) return Line{fence(Queue::load, 0, kAFull), text + ": loaded with K-tile " + std::to_string(kb - 1)};
+      const uint64_t pairs = ceil_div(t.kb, 2);
+      Instr ld = dma(Op::dma_ld, buf + kb * rows, l.a.beat + mb * t.tm * pairs + kb / 2, rows, 1, pairs,
+                     kb == 0 ? kAFree : 0, kAFull);
+      ld.f.packed = kb + 1 < t.kb ? 1 : 0;
+      return Line{ld, ld.f.packed ? text + fmt::format(" and {} (bf16x2)", kb + 1) : text + " (bf16x2, alone)"};
     };
     uint64_t j = 0;  // weight tile index in the layer
     for (uint64_t mb = 0; mb < t.mb; ++mb) {
@@ -237,9 +255,9 @@ class Builder {
         // The first block's K-tiles go just ahead of the weight tiles that first use them, so
         // the MXU starts after one K-tile and one weight tile, not after the whole block.
         if (mb == 0 && nb == 0) item.lines.push_back(a_tile(0, kb));
-        item.lines.push_back({dma(Op::dma_ld, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * n * t.nb + nb, n, 1,
-                                  t.nb, kWFree, kWFull),
-                              fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
+        item.lines.push_back(
+            {w_load(p_, l, t.nb, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * w_kstep(p_, l, t.nb) + nb),
+             fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
         // The next block's K-tiles, one per weight tile once this block's first pass is out (so
         // its A_FULL counts come after this block's, and no long run of loads fills the load
         // queue and stalls the front end); whatever is left goes with the block's last tile.
@@ -317,7 +335,7 @@ class Builder {
         ++lw_done;
         Instr mm;
         mm.op = Op::mxu_mm;
-        mm.f.vaddr = abuf + kb * t.tm;
+        mm.f.vaddr = abuf + kb * (l.a.bf16x2 ? rows : t.tm);
         mm.f.acc = lay.acc_buf[g % 2];
         mm.f.rows = rows;
         mm.f.accumulate = kb > 0 ? 1 : 0;
@@ -453,6 +471,41 @@ uint64_t padded_beats(const Preset& p, uint32_t rows, uint32_t cols) {
 
 uint32_t padded_rows(const Preset& p, uint32_t rows) {
   return static_cast<uint32_t>(ceil_div(rows, p.mxu.n) * p.mxu.n);
+}
+
+uint64_t bf16x2_beats(const Preset& p, uint32_t rows, uint32_t cols, bool weights) {
+  const uint64_t tiles = ceil_div(cols, p.mxu.n);
+  return weights ? uint64_t{padded_rows(p, rows)} / 2 * tiles : uint64_t{rows} * ceil_div(tiles, 2);
+}
+
+uint64_t matrix_beats(const Preset& p, const MatrixRef& r, bool weights) {
+  if (r.bf16x2) return bf16x2_beats(p, r.rows, r.cols, weights);
+  return padded_beats(p, weights ? padded_rows(p, r.rows) : r.rows, r.cols);
+}
+
+std::vector<uint32_t> pack_bf16x2(const Preset& p, uint32_t rows, uint32_t cols, std::span<const uint16_t> row_major,
+                                  bool weights) {
+  if (row_major.size() != uint64_t{rows} * cols)
+    throw CompileError(fmt::format("pack_bf16x2: {} values for a {}x{} matrix", row_major.size(), rows, cols));
+  const uint64_t n = p.mxu.n, tiles = ceil_div(cols, n);
+  if (weights && n % 2 != 0)
+    throw CompileError(fmt::format("pack_bf16x2: weights need an even n, the preset has {}", n));
+  std::vector<uint32_t> out(bf16x2_beats(p, rows, cols, weights) * n, 0u);
+  auto at = [&](uint64_t r, uint64_t c) -> uint32_t { return r < rows && c < cols ? row_major[r * cols + c] : 0u; };
+  if (weights) {
+    const uint64_t half = n / 2, beat_rows = uint64_t{padded_rows(p, rows)} / 2;
+    for (uint64_t br = 0; br < beat_rows; ++br) {
+      const uint64_t lo = br / half * n + br % half;  // row kb n + i, and its partner n/2 rows on
+      for (uint64_t c = 0; c < tiles * n; ++c) out[(br * tiles) * n + c] = at(lo, c) | at(lo + half, c) << 16;
+    }
+  } else {
+    const uint64_t pairs = ceil_div(tiles, 2);
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t j = 0; j < pairs; ++j)
+        for (uint64_t l = 0; l < n; ++l)
+          out[(r * pairs + j) * n + l] = at(r, 2 * j * n + l) | at(r, (2 * j + 1) * n + l) << 16;
+  }
+  return out;
 }
 
 MatmulLayer packed_layer(const Preset& p, uint32_t m, uint32_t k, uint32_t n, bool bias) {

@@ -27,9 +27,12 @@ class CompileError : public std::runtime_error {
 };
 
 // A padded matrix in HBM: rows x ceil(cols / n) beats, row-major, row r at beat + r * ceil(cols / n).
+// bf16x2 (A and W only): bf16 packed two per 32-bit word, half the beats (pack_bf16x2 has the
+// layout); the chip's packed dma.ld unpacks them into VMEM rows as they arrive (docs/compiler.md).
 struct MatrixRef {
   uint64_t beat = 0;
   uint32_t rows = 0, cols = 0;
+  bool bf16x2 = false;
 };
 
 // C[m, n] = A[m, k] x W[k, n] (+ the bias row b[1, n]) (then ReLU). A and W hold bf16 (bits 15:0 of
@@ -46,7 +49,8 @@ struct MatmulLayer {
 //             in scalar registers: the program's size does not grow with the shapes; but a layer
 //             that written out takes no more instructions than its nest is written out (its
 //             loops would run a few trips, which buys nothing and costs the front end's cycles);
-//  nests:     loops, with every layer its loop nest however short (to measure and test the nests);
+//  nests:     loops, with every layer its loop nest however short (to measure and test the nests),
+//             but a layer whose A is bf16x2, which every form writes out (the nests load A plain);
 //  unrolled:  every tile written out, as before the ISA had loops (it fits the instruction
 //             memory only for small layers);
 //  automatic: loops, unless the unrolled program fits the instruction memory and is not longer
@@ -103,6 +107,18 @@ struct Tiling {
   uint32_t vmem_rows = 0;   // VMEM rows the layer uses
 };
 Tiling plan(const Preset&, const MatmulLayer&);
+
+// bf16 two per word (MatrixRef::bf16x2), as the compiler's packed loads read them. An activation
+// matrix (weights false): rows x ceil(Kt / 2) beats for its Kt = ceil(cols / n) column tiles, beat
+// (r, j) lane l holding element (r, 2j n + l) in bits 15:0 and (r, (2j + 1) n + l) in bits 31:16
+// (zero past the matrix). A weight matrix (weights true; n even): padded_rows(rows) / 2 beat-rows
+// x ceil(cols / n) beats, beat-row kb n/2 + i of column tile c holding rows kb n + i (bits 15:0) and
+// kb n + n/2 + i (bits 31:16) of the tile: one packed load of n/2 beats is one n x n tile.
+uint64_t bf16x2_beats(const Preset&, uint32_t rows, uint32_t cols, bool weights);
+std::vector<uint32_t> pack_bf16x2(const Preset&, uint32_t rows, uint32_t cols, std::span<const uint16_t> row_major,
+                                  bool weights);
+// The beats a matrix takes in HBM as its ref says (padded, or bf16x2); weights: a W operand.
+uint64_t matrix_beats(const Preset&, const MatrixRef&, bool weights);
 
 // Host helpers. pack_bf16: row-major rows x cols bf16 values -> padded HBM words (value in bits
 // 15:0, padding zero); pack_fp32: the same for fp32 bit patterns (the bias row). With

@@ -199,22 +199,37 @@ class LoopBuilder {
   void layer(size_t index, const MatmulLayer& l, const Tiling& t, bool last) {
     const size_t first = line();
     const LoopCost before = cost_;
-    nest(index, l, t, last);
-    if (!write_out_) return;
-    const auto count = [](auto b, auto e) {
-      return static_cast<uint64_t>(std::count_if(b, e, [](const Line& x) { return x.instr.has_value(); }));
-    };
-    const uint64_t looped = count(lines_.begin() + first, lines_.end());
     // Every tile takes at least its weight load, mxu.lw and mxu.mm written out: a layer longer
     // than that is not built unrolled at all (a large one would take seconds and gigabytes).
-    if (3 * uint64_t{t.mb} * t.nb * t.kb > looped) return;
+    const uint64_t least = 3 * uint64_t{t.mb} * t.nb * t.kb;
+    if (l.a.bf16x2) {  // the nests stream A's K-tiles one plain load each: written out, in every form
+      if (least > p_.chip.imem_words)
+        throw CompileError(fmt::format(
+            "{}: A in bf16x2 needs the layer written out (the loop nests load A unpacked), at least {} instructions, "
+            "more than preset '{}' holds ({}); give A unpacked",
+            layer_name(index, l), least, p_.name, p_.chip.imem_words));
+      write_out(index, l, t, before, unrolled_layer(p_, index, l, t, last), "A in bf16x2");
+      return;
+    }
+    nest(index, l, t, last);
+    if (!write_out_) return;
+    const uint64_t looped = count_instrs(lines_.begin() + first, lines_.end());
+    if (least > looped) return;
     Lines out = unrolled_layer(p_, index, l, t, last);
-    const uint64_t unrolled = count(out.begin(), out.end());
-    if (unrolled > looped) return;
+    if (count_instrs(out.begin(), out.end()) > looped) return;
     lines_.resize(first);
+    write_out(index, l, t, before, std::move(out), fmt::format("its loop nest: {}", looped));
+  }
+  template <class It>
+  static uint64_t count_instrs(It b, It e) {
+    return static_cast<uint64_t>(std::count_if(b, e, [](const Line& x) { return x.instr.has_value(); }));
+  }
+  // The unrolled form's code of the layer in place of its nest; cost back to before it.
+  void write_out(size_t index, const MatmulLayer& l, const Tiling& t, const LoopCost& before, Lines out,
+                 const std::string& why) {
+    const uint64_t unrolled = count_instrs(out.begin(), out.end());
     comment("");
-    comment(
-        fmt::format("{}: written out, {} instructions (its loop nest: {})", layer_name(index, l), unrolled, looped));
+    comment(fmt::format("{}: written out, {} instructions ({})", layer_name(index, l), unrolled, why));
     lines_.insert(lines_.end(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
     cost_ = before;
     cost_.front_cycles += static_cast<uint64_t>(unrolled);
@@ -230,6 +245,7 @@ class LoopBuilder {
     n_ = p_.mxu.n;
     kb_ = t.kb;
     nb_ = t.nb;
+    wk_ = w_kstep(p_, l, nb_);
     mb_ = t.mb;
     tm_ = t.tm;
     d_ = std::min<uint64_t>(kWeightSlots, kb_);
@@ -265,9 +281,8 @@ class LoopBuilder {
         prologue.push_back(
             {dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, rows0, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
              fmt::format("A block 0 K-tile {} -> A[0]", kb)});
-      prologue.push_back(
-          {dma(Op::dma_ld, lay_.w_slot0 + j * n_, l.w.beat + kb * n_ * nb_ + g % nb_, n_, 1, nb_, kWFree, kWFull),
-           fmt::format("W tile (k {}, n {}) -> slot {}", kb, g % nb_, j)});
+      prologue.push_back({w_load(p_, l, nb_, lay_.w_slot0 + j * n_, l.w.beat + kb * wk_ + g % nb_),
+                          fmt::format("W tile (k {}, n {}) -> slot {}", kb, g % nb_, j)});
       if (far_stream() && j == kb_)  // block 1's K-tile 0 goes with the weights of tile Kb, as unrolled
         prologue.push_back(
             {dma(Op::dma_ld, lay_.a_buf[1], l.a.beat + tm_ * kb_, mb_ == 2 ? last_rows : tm_, 1, kb_, kAFree, kAFull),
@@ -277,8 +292,7 @@ class LoopBuilder {
       prologue.push_back(
           {dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, rows0, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
            fmt::format("A block 0 K-tile {} -> A[0]", kb)});
-      prologue.push_back({dma(Op::dma_ld, lay_.w_slot0 + (kb % kWeightSlots) * n_, l.w.beat + kb * n_ * nb_, n_, 1, nb_,
-                              kWFree, kWFull),
+      prologue.push_back({w_load(p_, l, nb_, lay_.w_slot0 + (kb % kWeightSlots) * n_, l.w.beat + kb * wk_),
                           fmt::format("W tile (k {}, n 0) -> slot {}", kb, kb % kWeightSlots)});
     }
     // With one column tile and Kb <= D, block 1's K-tiles follow block 0's weights at once, as
@@ -431,8 +445,8 @@ class LoopBuilder {
   // left (R[sLeft] = groups left from this one).
   void short_load(uint64_t g_mod4, uint64_t kb, uint64_t off, bool guarded) {
     const uint64_t delta = (kb + kWeightSlots) / kb_, k2 = (kb + kWeightSlots) % kb_;
-    Instr w = dma(Op::dma_ld, lay_.w_slot0 + ((g_mod4 * kb_ + kb) % kWeightSlots) * n_,
-                  l_->w.beat + k2 * n_ * nb_ + off + delta, n_, 1, nb_, kWFree, kWFull);
+    Instr w = w_load(p_, *l_, nb_, lay_.w_slot0 + ((g_mod4 * kb_ + kb) % kWeightSlots) * n_,
+                     l_->w.beat + k2 * wk_ + off + delta);
     w.f.haddr_r = sG;
     const std::string text = fmt::format("W tile (k {}) of the group {} ahead", k2, delta);
     if (!guarded && delta == 0)  // group 0's own K-tile: A's K-tile goes just before it, as unrolled
@@ -465,8 +479,7 @@ class LoopBuilder {
       if (g == 0)
         emit(dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, l.m, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
              fmt::format("A K-tile {}", kb));
-      emit(dma(Op::dma_ld, lay_.w_slot0 + (j % kWeightSlots) * n_, l.w.beat + kb * n_ * nb_ + g, n_, 1, nb_, kWFree,
-               kWFull),
+      emit(w_load(p_, l, nb_, lay_.w_slot0 + (j % kWeightSlots) * n_, l.w.beat + kb * wk_ + g),
            fmt::format("W tile (k {}, n {}) -> slot {}", kb, g, j));
     }
     // The guards' constants: the two group distances of the loads (kb + 4) / Kb.
@@ -536,7 +549,7 @@ class LoopBuilder {
     // Part 1 loads this pass's tiles D.., part 2 the next pass's first D (the next column tile, or
     // column tile 0 of the next block).
     if (far_) return;
-    addi(rWh, rNb, static_cast<int64_t>(l.w.beat + d_ * n_ * nb_), "part 1: W (k D, this n)");
+    addi(rWh, rNb, static_cast<int64_t>(l.w.beat + d_ * wk_), "part 1: W (k D, this n)");
     (void)last_rows;
   }
 
@@ -626,13 +639,13 @@ class LoopBuilder {
       if (stream && !a_first) stream_part();
       return;
     }
-    Instr w = dma(Op::dma_ld, 0, 0, n_, 1, nb_, kWFree, kWFull);
+    Instr w = w_load(p_, *l_, nb_, 0, 0);
     w.f.vaddr_r = rWs;
     w.f.haddr_r = part == 1 ? rWh : rWh2;
     const std::string skip = fresh("now");
     if (part == 2) branch(Op::beq, rNb, rStop, skip);
     emit(w, part == 1 ? "W tile D ahead" : "W tile of the next pass");
-    addi(part == 1 ? rWh : rWh2, part == 1 ? rWh : rWh2, static_cast<int64_t>(n_ * nb_));
+    addi(part == 1 ? rWh : rWh2, part == 1 ? rWh : rWh2, static_cast<int64_t>(wk_));
     if (part == 2) label(skip);
     if (stream && !a_first) stream_part();
   }
@@ -641,7 +654,7 @@ class LoopBuilder {
   // none past the layer's last pass.
   void far_load() {
     const uint64_t delta = (kb_now_ + kWeightSlots) / kb_, k2 = (kb_now_ + kWeightSlots) % kb_;
-    Instr w = dma(Op::dma_ld, 0, k2 * n_ * nb_, n_, 1, nb_, kWFree, kWFull);
+    Instr w = w_load(p_, *l_, nb_, 0, k2 * wk_);
     w.f.vaddr_r = rWs;
     w.f.haddr_r = delta == delta0_ ? rCol0 : rCol1;
     const std::string skip = fresh("now");
@@ -933,6 +946,7 @@ class LoopBuilder {
   const MatmulLayer* l_ = nullptr;
   Layout lay_{};
   uint64_t n_ = 0, kb_ = 0, nb_ = 0, mb_ = 0, tm_ = 0, d_ = 0;
+  uint64_t wk_ = 0;  // W's beats from one K-tile to the next (w_kstep)
 };
 
 }  // namespace

@@ -178,7 +178,11 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
             uint64_t timeout, const std::vector<uint32_t>& expected) {
   const Preset& p = chip.preset();
   run.instructions = prog.code.size();
-  for (const auto& l : layers) run.roofline_cycles += roofline_cycles(p, l.m, l.k, l.n);
+  for (const auto& l : layers) {
+    run.roofline_cycles += roofline_cycles(p, l.m, l.k, l.n, l.a.bf16x2, l.w.bf16x2);
+    run.compulsory_bytes += (l.a.bf16x2 ? 2.0 : 4.0) * double(l.m) * double(l.k) +
+                            (l.w.bf16x2 ? 2.0 : 4.0) * double(l.k) * double(l.n) + 4.0 * double(l.m) * double(l.n);
+  }
   chip.load(prog);
   chip.set_expected_cycles(static_cast<uint64_t>(run.roofline_cycles));  // a lower bound: about
   const auto t0 = std::chrono::steady_clock::now();
@@ -257,10 +261,19 @@ std::vector<uint32_t> reference_layer(const Preset& p, uint32_t m, uint32_t k, u
 
 namespace {
 
-// A matrix's place in HBM, allocated but not yet written (weights: rows padded to n).
-compiler::MatrixRef reserve(Chip& chip, uint32_t rows, uint32_t cols, bool weight = false) {
-  const Preset& p = chip.preset();
-  return {chip.alloc(compiler::padded_beats(p, weight ? compiler::padded_rows(p, rows) : rows, cols)), rows, cols};
+// A matrix's place in HBM, allocated but not yet written (weights: rows padded to n; bf16x2: bf16
+// two per word, compiler::pack_bf16x2).
+compiler::MatrixRef reserve(Chip& chip, uint32_t rows, uint32_t cols, bool weight = false, bool bf16x2 = false) {
+  compiler::MatrixRef r{0, rows, cols, bf16x2};
+  r.beat = chip.alloc(compiler::matrix_beats(chip.preset(), r, weight));
+  return r;
+}
+
+// A bf16 operand's words as its ref lays them out.
+std::vector<uint32_t> pack_operand(const Preset& p, const compiler::MatrixRef& r, std::span<const uint16_t> v,
+                                   bool weight) {
+  return r.bf16x2 ? compiler::pack_bf16x2(p, r.rows, r.cols, v, weight)
+                  : compiler::pack_bf16(p, r.rows, r.cols, v, weight);
 }
 
 void write_matrix(Chip& chip, const compiler::MatrixRef& ref, const std::vector<uint32_t>& words) {
@@ -284,9 +297,10 @@ double memory_bytes_per_cycle(const Preset& p) {
   return std::min(port, bus);
 }
 
-double roofline_cycles(const Preset& p, uint64_t m, uint64_t k, uint64_t n) {
+double roofline_cycles(const Preset& p, uint64_t m, uint64_t k, uint64_t n, bool a_bf16x2, bool w_bf16x2) {
   const double flops = 2.0 * double(m) * double(k) * double(n), peak = 2.0 * double(p.mxu.n) * double(p.mxu.n);
-  const double compulsory = 4.0 * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
+  const double compulsory = (a_bf16x2 ? 2.0 : 4.0) * double(m) * double(k) +
+                            (w_bf16x2 ? 2.0 : 4.0) * double(k) * double(n) + 4.0 * double(m) * double(n);
   return std::max(flops / peak, compulsory / memory_bytes_per_cycle(p));
 }
 
@@ -296,7 +310,8 @@ double roofline_cycles(const Preset& p, uint64_t m, uint64_t k, uint64_t n) {
 MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t timeout_cycles) {
   const Preset& p = chip.preset();
   MatmulRun run;
-  run.what = fmt::format("matmul {}x{}x{}{}{}", s.m, s.k, s.n, s.bias ? " bias" : "", s.relu ? " relu" : "");
+  run.what = fmt::format("matmul {}x{}x{}{}{}{}", s.m, s.k, s.n, s.bias ? " bias" : "", s.relu ? " relu" : "",
+                         s.bf16x2 ? " bf16x2" : "");
   run.seed = seed;
   AllocScope scope(chip);
   compiler::MatmulLayer layer;
@@ -305,8 +320,13 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   layer.n = s.n;
   layer.bias = s.bias;
   layer.relu = s.relu;
-  layer.a = reserve(chip, s.m, s.k);
-  layer.w = reserve(chip, s.k, s.n, true);
+  bool a_packed = s.bf16x2 && s.bf16x2_a;
+  if (a_packed) {  // written out: at least a weight load, mxu.lw and mxu.mm per tile
+    const auto t = compiler::plan(p, compiler::packed_layer(p, s.m, s.k, s.n, s.bias));
+    a_packed = 3 * uint64_t{t.mb} * t.nb * t.kb <= p.chip.imem_words;
+  }
+  layer.a = reserve(chip, s.m, s.k, false, a_packed);
+  layer.w = reserve(chip, s.k, s.n, true, s.bf16x2 && p.mxu.n % 2 == 0);
   if (s.bias) layer.b = reserve(chip, 1, s.n);
   layer.c = reserve(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {layer};
@@ -326,8 +346,8 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   const auto w = random_bf16s(rng, uint64_t{s.k} * s.n);
   const auto bias = s.bias ? random_fp32s(rng, s.n) : std::vector<uint32_t>{};
   const auto expected = reference_layer(p, s.m, s.k, s.n, a, w, bias, s.relu, false);
-  write_matrix(chip, layer.a, compiler::pack_bf16(p, s.m, s.k, a));
-  write_matrix(chip, layer.w, compiler::pack_bf16(p, s.k, s.n, w, true));
+  write_matrix(chip, layer.a, pack_operand(p, layer.a, a, false));
+  write_matrix(chip, layer.w, pack_operand(p, layer.w, w, true));
   if (s.bias) write_matrix(chip, layer.b, compiler::pack_fp32(p, 1, s.n, bias));
   fill_output(chip, layer.c);
   finish(chip, run, prog, layers, timeout_cycles, expected);

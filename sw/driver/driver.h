@@ -139,6 +139,10 @@ struct MatmulSpec {
   // program: none). Two programs padded alike take equally long to load, so on HBM they start at
   // the same point of the refresh interval: a fair comparison of their cycles.
   uint32_t load_words = 0;
+  // bf16 operands two per word in HBM (compiler::MatrixRef::bf16x2), half their traffic: W at an
+  // even n, and A where the layer fits the instruction memory written out (the compiler writes
+  // out a layer whose A is bf16x2); bf16x2_a false keeps A plain.
+  bool bf16x2 = false, bf16x2_a = true;
 };
 
 // x[m, k] -> relu(x W1[k, h] + b1) rounded to bf16 -> h W2[h, n] + b2 (fp32), one program.
@@ -162,8 +166,9 @@ struct MatmulRun {
   uint64_t instructions = 0;                    // program length
   compiler::Form form = compiler::Form::loops;  // the form the compiler wrote (loops, unrolled or nests)
   uint64_t cycles = 0, mxu_rows = 0, bytes_loaded = 0, bytes_stored = 0;
-  double mxu_utilization = 0;  // mxu_rows / cycles, 0 when the backend reports no cycles
-  double roofline_cycles = 0;  // the layers' roofline_cycles() summed
+  double mxu_utilization = 0;   // mxu_rows / cycles, 0 when the backend reports no cycles
+  double roofline_cycles = 0;   // the layers' roofline_cycles() summed
+  double compulsory_bytes = 0;  // the layers' A and W read once, C written once, bytes as stored
   std::map<std::string, uint64_t> counters;
   std::vector<uint32_t> output;  // the result read back (row-major m x n), empty when the run failed
   double run_seconds = 0;        // wall-clock time of Chip::run alone (simulation speed)
@@ -171,10 +176,11 @@ struct MatmulRun {
 
 // The roofline of an m x k x n matmul on a preset (docs/chip.md): the larger of its compute at the
 // peak (one n x n MAC step per cycle) and its compulsory traffic (A and W read once, C written
-// once, 4 bytes an element) over the memory interface: the chip's port (a beat of 4n bytes a
-// cycle), or on HBM the pseudo-channels' data buses if they are narrower.
+// once, 4 bytes an element, 2 for A or W in bf16x2: bytes as stored) over the memory interface:
+// the chip's port (a beat of 4n bytes a cycle), or on HBM the pseudo-channels' data buses if
+// they are narrower.
 double memory_bytes_per_cycle(const Preset&);
-double roofline_cycles(const Preset&, uint64_t m, uint64_t k, uint64_t n);
+double roofline_cycles(const Preset&, uint64_t m, uint64_t k, uint64_t n, bool a_bf16x2 = false, bool w_bf16x2 = false);
 
 // Random bf16 operands (exponents near 0, both signs) and fp32 bias from `seed`, HBM allocated
 // (and released afterwards), packed, compiled, loaded, run, read back and compared. timeout 0:

@@ -195,7 +195,7 @@ Err ChipModel::check(const isa::Instr& in) {
     case Op::dma_ld:
     case Op::dma_st:
       if (f.rows == 0 || f.cols == 0) return Err::bad_field;
-      if (f.vaddr + f.rows * f.cols > vmem_rows) return Err::vmem_range;
+      if (f.vaddr + (f.rows * f.cols << f.packed) > vmem_rows) return Err::vmem_range;
       if (f.haddr + (f.rows - 1) * f.hstride + f.cols > preset_.chip.hbm_beats) return Err::hbm_range;
       return Err::none;
     case Op::mxu_lw:
@@ -467,23 +467,46 @@ void ChipModel::execute(unsigned q) {
   switch (in.op) {
     case Op::fence:
       break;
-    case Op::dma_ld:
+    case Op::dma_ld: {
+      const uint64_t total = f.rows * f.cols;  // packed: the high halves' rows start there
       for (uint64_t r = 0; r < f.rows; ++r)
         for (uint64_t c = 0; c < f.cols; ++c) {
-          uint32_t* to = &vmem_[(f.vaddr + r * f.cols + c) * n_];
-          if (const uint32_t* src = hbm_beat(f.haddr + r * f.hstride + c))
-            std::copy_n(src, n_, to);
-          else
-            std::fill_n(to, n_, 0u);
+          const uint64_t i = r * f.cols + c;
+          uint32_t* to = &vmem_[(f.vaddr + i) * n_];
+          const uint32_t* src = hbm_beat(f.haddr + r * f.hstride + c);
+          if (!f.packed) {
+            if (src)
+              std::copy_n(src, n_, to);
+            else
+              std::fill_n(to, n_, 0u);
+            continue;
+          }
+          uint32_t* hi = &vmem_[(f.vaddr + total + i) * n_];
+          for (unsigned l = 0; l < n_; ++l) {
+            to[l] = src ? src[l] & 0xffffu : 0u;
+            hi[l] = src ? src[l] >> 16 : 0u;
+          }
         }
       stats_.bytes_loaded += f.rows * f.cols * 4ull * n_;
       break;
-    case Op::dma_st:
+    }
+    case Op::dma_st: {
+      const uint64_t total = f.rows * f.cols;
       for (uint64_t r = 0; r < f.rows; ++r)
-        for (uint64_t c = 0; c < f.cols; ++c)
-          std::copy_n(&vmem_[(f.vaddr + r * f.cols + c) * n_], n_, hbm_beat_mut(f.haddr + r * f.hstride + c));
+        for (uint64_t c = 0; c < f.cols; ++c) {
+          const uint64_t i = r * f.cols + c;
+          const uint32_t* from = &vmem_[(f.vaddr + i) * n_];
+          uint32_t* to = hbm_beat_mut(f.haddr + r * f.hstride + c);
+          if (!f.packed) {
+            std::copy_n(from, n_, to);
+            continue;
+          }
+          const uint32_t* hi = &vmem_[(f.vaddr + total + i) * n_];
+          for (unsigned l = 0; l < n_; ++l) to[l] = (hi[l] & 0xffffu) << 16 | (from[l] & 0xffffu);
+        }
       stats_.bytes_stored += f.rows * f.cols * 4ull * n_;
       break;
+    }
     case Op::mxu_lw: {
       std::vector<uint16_t> tile(std::size_t{n_} * n_);
       for (unsigned i = 0; i < n_; ++i)

@@ -10,7 +10,8 @@
 //    the one before it in the same cycle); an instruction needs a free slot in
 //    its queue, i.e. the instruction chip.queue places before it in that queue has completed;
 //  - an instruction starts at max(its unit is free, its dispatch, the arrival of the semaphore
-//    count it takes); durations: dma.ld / dma.st rows*cols + chip.mem_latency; mxu.lw n (on the
+//    count it takes); durations: dma.ld / dma.st rows*cols (packed: twice, the VMEM
+//    rows) + chip.mem_latency; mxu.lw n (on the
 //    weight loader, after the previous mxu.mm started: that frees the shadow buffer); mxu.mm
 //    rows on the row streamer (after its mxu.lw completed when it switches tiles), complete 2n
 //    later (the array's drain); vector ceil(rows / sublanes) + 4, + latency - 1 for the pipelined
@@ -83,7 +84,7 @@ class DataflowTiming final : public ChipTiming {
       case Op::dma_ld:
       case Op::dma_st:
         start = std::max(ready, unit_free_[q]);
-        complete = start + f.rows * f.cols + mem_latency_;
+        complete = start + (f.rows * f.cols << f.packed) + mem_latency_;  // packed: two VMEM rows a beat
         unit_free_[q] = complete;
         break;
       case Op::mxu_lw:

@@ -243,6 +243,7 @@ struct RunOptions {
   std::string layers, out;   // a layer file with .npy operands; the output as .npy
   bool seed_given = false;   // --seed was on the command line
   bool bias = false, relu = false, demo = false;
+  bool bf16x2 = false;  // --matmul: A and W bf16 two per word in HBM
   std::string form = "automatic";
   uint64_t seed = 1, timeout = 0;
   std::vector<std::string> hbm_in, hbm_out;
@@ -272,11 +273,12 @@ int cmd_disasm(const std::string& in) {
 
 // The layers of --matmul / --mlp placed one after another from HBM beat 0, as compile shows them.
 std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const std::string& matmul,
-                                                      const std::string& mlp, bool bias, bool relu) {
+                                                      const std::string& mlp, bool bias, bool relu,
+                                                      bool bf16x2 = false) {
   uint64_t beat = 0;
-  auto place = [&](uint32_t rows, uint32_t cols, bool weight) {
-    const tp::compiler::MatrixRef ref{beat, rows, cols};
-    beat += tp::compiler::padded_beats(p, weight ? tp::compiler::padded_rows(p, rows) : rows, cols);
+  auto place = [&](uint32_t rows, uint32_t cols, bool weight, bool packed = false) {
+    const tp::compiler::MatrixRef ref{beat, rows, cols, packed};
+    beat += tp::compiler::matrix_beats(p, ref, weight);
     return ref;
   };
   auto layer = [&](tp::compiler::MatrixRef a, uint32_t k, uint32_t n, bool with_bias) {
@@ -286,14 +288,14 @@ std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const
     l.n = n;
     l.bias = with_bias;
     l.a = a;
-    l.w = place(k, n, true);
+    l.w = place(k, n, true, bf16x2 && a.bf16x2 && p.mxu.n % 2 == 0);
     if (with_bias) l.b = place(1, n, false);
     l.c = place(a.rows, n, false);
     return l;
   };
   if (!matmul.empty()) {
     const auto s = parse_shape(matmul, 3, "--matmul");
-    auto l = layer(place(s[0], s[1], false), s[1], s[2], bias);
+    auto l = layer(place(s[0], s[1], false, bf16x2), s[1], s[2], bias);
     l.relu = relu;
     return {l};
   }
@@ -313,9 +315,10 @@ tp::compiler::Form parse_form(const std::string& text) {
 
 int cmd_compile(const RunOptions& o, const std::string& out) {
   if (o.matmul.empty() == o.mlp.empty()) throw UsageError("compile: give exactly one of --matmul or --mlp");
-  if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("compile: --bias and --relu go with --matmul");
+  if ((o.bias || o.relu || o.bf16x2) && o.matmul.empty())
+    throw UsageError("compile: --bias, --relu and --bf16x2 go with --matmul");
   const tp::Preset p = tp::load_preset(o.preset);
-  const auto layers = layers_at_zero(p, o.matmul, o.mlp, o.bias, o.relu);
+  const auto layers = layers_at_zero(p, o.matmul, o.mlp, o.bias, o.relu, o.bf16x2);
   const tp::compiler::Options opts{.form = parse_form(o.form)};
   if (out.empty()) {
     fmt::print("{}", tp::compiler::compile_asm(p, layers, opts));
@@ -393,7 +396,8 @@ int cmd_run(const RunOptions& o) {
   if (!o.out.empty()) throw UsageError("run: --out goes with --layers or --slice");
   const int modes = !o.program.empty() + !o.matmul.empty() + !o.mlp.empty() + o.demo;
   if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
-  if ((o.bias || o.relu) && o.matmul.empty()) throw UsageError("run: --bias and --relu go with --matmul");
+  if ((o.bias || o.relu || o.bf16x2) && o.matmul.empty())
+    throw UsageError("run: --bias, --relu and --bf16x2 go with --matmul");
   if (!o.program.empty() && o.form != "automatic")
     throw UsageError("run: --form goes with --matmul, --mlp or --demo (a program file is already written)");
   if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
@@ -504,7 +508,9 @@ int cmd_run(const RunOptions& o) {
       run = tp::driver::run_mlp(*chip, {8 * n, 8 * n, 16 * n, 4 * n, form}, o.seed, o.timeout);
     } else if (!o.matmul.empty()) {
       const auto s = parse_shape(o.matmul, 3, "--matmul");
-      run = tp::driver::run_matmul(*chip, {s[0], s[1], s[2], o.bias, o.relu, form}, o.seed, o.timeout);
+      tp::driver::MatmulSpec spec{s[0], s[1], s[2], o.bias, o.relu, form};
+      spec.bf16x2 = o.bf16x2;
+      run = tp::driver::run_matmul(*chip, spec, o.seed, o.timeout);
     } else {
       const auto s = parse_shape(o.mlp, 4, "--mlp");
       run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3], form}, o.seed, o.timeout);
@@ -1137,6 +1143,7 @@ int main(int argc, char** argv) {
   comp_cmd->add_option("--matmul", comp.matmul, "C = A x W for shape MxKxN");
   comp_cmd->add_flag("--bias", comp.bias, "--matmul: add a bias row");
   comp_cmd->add_flag("--relu", comp.relu, "--matmul: apply ReLU");
+  comp_cmd->add_flag("--bf16x2", comp.bf16x2, "--matmul: A and W in HBM as bf16 two per word (packed loads)");
   comp_cmd->add_option("--mlp", comp.mlp, "a two-layer MLP MxKxHxN");
   comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)")->check(kNonEmpty);
   comp_cmd
@@ -1153,6 +1160,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--matmul", run.matmul, "compile and run C = A x W for shape MxKxN");
   run_cmd->add_flag("--bias", run.bias, "--matmul: add a bias row");
   run_cmd->add_flag("--relu", run.relu, "--matmul: apply ReLU");
+  run_cmd->add_flag("--bf16x2", run.bf16x2, "--matmul: A and W in HBM as bf16 two per word (packed loads)");
   run_cmd->add_option("--mlp", run.mlp, "compile and run a two-layer MLP MxKxHxN (x[M,K] -> h[M,H] -> y[M,N])");
   run_cmd->add_flag("--demo", run.demo, "the make sim demo: the MLP 8n x 8n x 16n x 4n for the preset's n x n MXU");
   run_cmd

@@ -101,6 +101,33 @@ TEST_P(GoldenMatmul, Mlp) {
   expect_pass(tp::driver::run_mlp(*chip, {120, n, 3 * n, 2, form}, seed++), preset);
 }
 
+// A and W as bf16 two per word in HBM (MatrixRef::bf16x2): the edge shapes and random ones,
+// including an odd number of K-tiles (the last one alone in its beat) and a short last M block
+// (its packed K-tiles its rows apart, not TM), bit-exact with the host reference.
+TEST_P(GoldenMatmul, Bf16x2Operands) {
+  const std::string preset = GetParam().preset;
+  const Form form = GetParam().form;
+  auto chip = golden(preset);
+  const uint32_t n = chip->lanes();
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name());
+  std::mt19937_64 rng(seed);
+  auto shapes = tp::tb::edge_shapes(n);
+  for (int i = 0; i < 8; ++i)
+    shapes.push_back({static_cast<uint32_t>(1 + rng() % 150), static_cast<uint32_t>(1 + rng() % (5 * n)),
+                      static_cast<uint32_t>(1 + rng() % (3 * n)), rng() % 2 == 0, rng() % 2 == 0});
+  for (const auto& s : shapes) {
+    for (const bool a_too : {true, false}) {  // W alone: the loop nests load it packed
+      tp::driver::MatmulSpec spec{s.m, s.k, s.n, s.bias, s.relu, form};
+      spec.bf16x2 = true;
+      spec.bf16x2_a = a_too;
+      const auto run = tp::driver::run_matmul(*chip, spec, seed++);
+      SCOPED_TRACE(run.what + (a_too ? "" : " (A plain)"));
+      expect_pass(run, preset);
+    }
+  }
+  EXPECT_EQ(chip->allocated(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, GoldenMatmul,
                          ::testing::Values(FormCase{"tiny", Form::loops}, FormCase{"odd", Form::loops},
                                            FormCase{"small", Form::loops}, FormCase{"tiny", Form::unrolled},
@@ -283,6 +310,9 @@ TEST(Compiler, NoDeadlockAtAnyQueueDepth) {
     for (const Form form : {Form::loops, Form::unrolled, Form::nests}) {
       expect_pass(tp::driver::run_matmul(*chip, {130, 3 * n + 1, 2 * n + 1, true, true, form}, seed), "odd");
       expect_pass(tp::driver::run_mlp(*chip, {101, n + 1, 2 * n, 3, form}, seed + 1), "odd");
+      tp::driver::MatmulSpec packed{130, 3 * n + 1, 2 * n + 1, true, true, form};
+      packed.bf16x2 = true;  // the odd K-tiles' counts are load fences
+      expect_pass(tp::driver::run_matmul(*chip, packed, seed + 2), "odd");
     }
   }
 }
@@ -299,15 +329,21 @@ TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
     l2.w.beat = l2.c.beat = layers[0].c.beat + tp::compiler::padded_beats(p, 70, layers[0].n);
     l2.c.beat = l2.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, l2.k), l2.n);
     layers.push_back(l2);
-    for (const Form form : {Form::loops, Form::unrolled, Form::nests}) {
-      const auto prog = tp::compiler::compile(p, layers, {.form = form});
-      const std::string text = tp::compiler::compile_asm(p, layers, {.form = form});
+    // And with bf16x2 operands (packed=1 in the text): layer 0's A and W, layer 1's W.
+    std::vector<MatmulLayer> packed = layers;
+    packed[0].a.bf16x2 = packed[0].w.bf16x2 = packed[1].w.bf16x2 = true;
+    for (const auto& [form, ls] :
+         {std::pair{Form::loops, layers}, std::pair{Form::unrolled, layers}, std::pair{Form::nests, layers},
+          std::pair{Form::loops, packed}, std::pair{Form::nests, packed}}) {
+      const auto prog = tp::compiler::compile(p, ls, {.form = form});
+      const std::string text = tp::compiler::compile_asm(p, ls, {.form = form});
       const auto again = tp::isa::assemble(text, "compile_asm", p);
       EXPECT_EQ(again.preset, prog.preset);
       EXPECT_EQ(again.fingerprint, prog.fingerprint);
       EXPECT_EQ(again.code, prog.code) << text;
       EXPECT_NO_THROW(tp::isa::check_preset(prog, p));
-      if (form == Form::nests) {
+      EXPECT_EQ(text.find("packed=1") != std::string::npos, ls[0].a.bf16x2);
+      if (form == Form::nests && !ls[0].a.bf16x2) {  // (a bf16x2 A: layer 0 written out)
         EXPECT_NE(text.find("loop r1, "), std::string::npos) << "labels as branch targets";
       }
     }
@@ -390,6 +426,65 @@ TEST(Compiler, PackUnpack) {
   for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(back[i], v[i]);
   EXPECT_THROW(tp::compiler::pack_bf16(p, 3, 14, v), CompileError);
   EXPECT_EQ(tp::compiler::padded_beats(p, 3, 13), 6u);
+}
+
+// bf16x2 halves A's and W's beats: one M block (each loaded once), 4 K-tiles and 2 column tiles
+// on tiny (n = 8): A 20 x 4 beats plain, 20 x 2 packed; W 4 x 8 x 2 plain, half packed.
+TEST(Compiler, Bf16x2LoadsHalfTheBeats) {
+  auto chip = golden("tiny");
+  const uint64_t row_bytes = 4 * chip->lanes();
+  tp::driver::MatmulSpec spec{20, 3 * 8 + 1, 16, false, false, Form::unrolled};
+  const auto plain = tp::driver::run_matmul(*chip, spec, 7);
+  spec.bf16x2 = true;
+  const auto packed = tp::driver::run_matmul(*chip, spec, 7);
+  expect_pass(plain, "tiny");
+  expect_pass(packed, "tiny");
+  EXPECT_EQ(plain.bytes_loaded, (20 * 4 + 4 * 8 * 2) * row_bytes);
+  EXPECT_EQ(packed.bytes_loaded, (20 * 2 + 2 * 8 * 2) * row_bytes);
+  EXPECT_EQ(plain.output, packed.output);
+  EXPECT_LT(packed.roofline_cycles, plain.roofline_cycles);  // bytes as stored
+}
+
+// The packed layouts, word by word (tiny: n = 8).
+TEST(Compiler, PackBf16x2Layout) {
+  const tp::Preset p = tp::load_preset("tiny");
+  std::vector<uint16_t> v(3 * 20);  // 3 x 20: 3 column tiles, so pairs (0, 1) and (2, zero)
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint16_t>(i + 1);
+  const auto a = tp::compiler::pack_bf16x2(p, 3, 20, v, false);
+  ASSERT_EQ(a.size(), 3u * 2u * 8u);
+  ASSERT_EQ(tp::compiler::bf16x2_beats(p, 3, 20, false), 6u);
+  EXPECT_EQ(a[0], 1u | 9u << 16);                               // row 0: element 0 low, element 8 high
+  EXPECT_EQ(a[8 + 3], 20u);                                     // row 0, beat 1: element 19 low, nothing high
+  EXPECT_EQ(a[8 + 4], 0u);                                      // past the matrix
+  EXPECT_EQ(a[16 + 2], 23u | 31u << 16);                        // row 1: elements 2 and 10
+  const auto w = tp::compiler::pack_bf16x2(p, 3, 20, v, true);  // rows padded to 8: 4 beat-rows
+  ASSERT_EQ(w.size(), 4u * 3u * 8u);
+  EXPECT_EQ(w[0], 1u);                            // row 0 with row 4 (zero padding)
+  EXPECT_EQ(w[(1 * 3 + 1) * 8 + 2], 31u);         // beat-row 1, column tile 1: row 1 element 10
+  EXPECT_EQ(w[(2 * 3) * 8 + 0], 41u);             // beat-row 2: row 2 element 0
+  const tp::Preset odd = tp::load_preset("odd");  // n = 12 is even: W packs
+  EXPECT_EQ(tp::compiler::pack_bf16x2(odd, 3, 20, v, true).size(), 6u * 2u * 12u);
+  EXPECT_THROW(tp::compiler::pack_bf16x2(p, 3, 19, v, false), CompileError);
+}
+
+// What bf16x2 cannot do is an error that says so.
+TEST(Compiler, Bf16x2Errors) {
+  const tp::Preset p = tp::load_preset("tiny");
+  auto l = layer_at(p, 4, 8, 8);
+  l.c.bf16x2 = true;
+  EXPECT_THROW((void)tp::compiler::compile(p, {l}), CompileError);
+  // A layer whose A is bf16x2 is written out; past the instruction memory that is refused.
+  auto big = layer_at(p, 16, 8 * 64, 8 * 64);
+  big.a.bf16x2 = true;
+  try {
+    (void)tp::compiler::compile(p, {big}, {.form = Form::loops});
+    ADD_FAILURE() << "no CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("A in bf16x2 needs the layer written out"), std::string::npos) << e.what();
+  }
+  big.a.bf16x2 = false;
+  big.w.bf16x2 = true;  // W packed alone: the loop nests take it
+  EXPECT_NO_THROW((void)tp::compiler::compile(p, {big}, {.form = Form::loops}));
 }
 
 TEST(Driver, Errors) {
