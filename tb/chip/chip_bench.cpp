@@ -1,9 +1,10 @@
 // make bench: matmuls compiled for the chip and run on the Verilated chip, against the roofline
 // (build/reports/chip.json), with the HBM controllers' statistics on presets whose chip memory
-// is HBM. For each preset and M = K = N in {4n, 8n}: the loop-nest program's cycles, MXU
+// is HBM. For each preset, M = K = N in {4n, 8n} and operand layout ("plain", every bf16 a word;
+// "bf16x2", A and W two per word): the loop-nest program's cycles, MXU
 // utilization, flops per cycle against the peak, bytes moved, the fraction of the roofline
-// reached and its size; where the unrolled program fits too, its size and cycles and the loops'
-// overhead against it. Then the loop programs too large to unroll (the issue's targets, "loops"
+// reached and its size; where the unrolled program fits too (plain), its size and cycles and the
+// loops' overhead against it. Then the loop programs too large to unroll (the issue's targets, "loops"
 // in the report): 256^3 on tiny, 1024^3 on small. Then the loops against the unrolled form over
 // random shapes where both fit ("loop_sweep": half of them the front end's hardest, few rows, one
 // to three K-tiles, many column tiles; each form on a fresh chip), per preset the worst and the
@@ -68,105 +69,110 @@ int main(int argc, char** argv) {
       auto chip = tp::driver::Chip::open(name, tp::driver::Backend::rtl);
       const tp::Preset& p = chip->preset();
       const uint64_t n = p.mxu.n;
-      for (const unsigned mult : multiples) {
-        const uint64_t s = mult * n;
-        const tp::driver::MatmulSpec spec{uint32_t(s), uint32_t(s), uint32_t(s),
-                                          false,       false,       tp::compiler::Form::loops};
-        if (!trace_file.empty()) {
-          traces.emplace_back(fmt::format("{} {}^3", name, s));
-          chip->set_trace(&traces.back());
+      for (const unsigned mult : multiples)
+        for (const bool packed : {false, true}) {
+          const uint64_t s = mult * n;
+          // plain: every bf16 a 32-bit word in HBM; bf16x2: A and W two per word (the driver packs
+          // A where the written-out layer fits, docs/compiler.md), half their traffic.
+          const std::string layout = packed ? "bf16x2" : "plain";
+          tp::driver::MatmulSpec spec{uint32_t(s), uint32_t(s), uint32_t(s), false, false, tp::compiler::Form::loops};
+          spec.bf16x2 = packed;
+          if (!trace_file.empty()) {
+            traces.emplace_back(fmt::format("{} {}^3 {}", name, s, layout));
+            chip->set_trace(&traces.back());
+          }
+          const auto run = tp::driver::run_matmul(*chip, spec, 1);
+          chip->set_trace(nullptr);
+          const double secs = std::max(run.run_seconds, 1e-9);
+          // The roofline: peak compute (one n x n MAC step per cycle) and the memory port (one
+          // beat of 4n bytes per cycle) over the compulsory traffic: A and W read once, C written
+          // once, each element as stored: a 32-bit word, or 2 bytes for bf16x2 (docs/chip.md).
+          // (tp::driver::roofline_cycles: on HBM the pseudo-channels' data buses, 32 data bytes per
+          // burst each, a burst taking the device model's burst_cycles, if narrower than the port.)
+          const double flops = 2.0 * double(s) * double(s) * double(s);
+          const double peak = 2.0 * double(n * n);
+          const double bytes_per_cycle = tp::driver::memory_bytes_per_cycle(p);
+          const double compulsory = run.compulsory_bytes;
+          const double roofline = run.roofline_cycles;
+          const bool hbm = p.chip.memory == "hbm";
+          const double nc = double(p.chip.hbm.channels * p.chip.hbm.pseudo_channels);
+          const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
+          nlohmann::json e = {{"preset", name},
+                              {"memory", p.chip.memory},
+                              {"layout", layout},
+                              {"m", s},
+                              {"k", s},
+                              {"n", s},
+                              {"pass", run.pass},
+                              {"cycles", run.cycles},
+                              {"mxu_utilization", run.mxu_utilization},
+                              {"flops_per_cycle", flops / double(run.cycles)},
+                              {"peak_flops_per_cycle", peak},
+                              {"hbm_bytes", hbm_bytes},
+                              {"compulsory_bytes", compulsory},
+                              {"memory_bytes_per_cycle", bytes_per_cycle},
+                              {"roofline_cycles", roofline},
+                              {"fraction_of_roofline", roofline / double(run.cycles)},
+                              {"instructions", run.instructions},
+                              {"form", tp::compiler::form_name(run.form)},
+                              {"sim_cycles_per_s", double(run.cycles) / secs},
+                              {"sim_macs_per_s", double(s) * double(s) * double(s) / secs},
+                              {"counters", run.counters}};
+          // The energy estimate from the run's counters (docs/energy.md).
+          const auto model = tp::energy::EnergyModel::for_preset(p);
+          const auto energy = tp::energy::estimate(model, run.counters);
+          e["energy"] = nlohmann::json(tp::energy::to_json(model, energy));
+          // The same matmul unrolled, where that fits the instruction memory: the loops' cost.
+          auto unrolled_spec = spec;
+          unrolled_spec.form = tp::compiler::Form::unrolled;
+          tp::compiler::MatmulLayer probe;
+          probe.m = probe.k = probe.n = uint32_t(s);
+          probe.a = {0, uint32_t(s), uint32_t(s)};
+          probe.w = {tp::compiler::padded_beats(p, uint32_t(s), uint32_t(s)), uint32_t(s), uint32_t(s)};
+          probe.c = {2 * tp::compiler::padded_beats(p, uint32_t(s), uint32_t(s)), uint32_t(s), uint32_t(s)};
+          if (const auto sizes = tp::compiler::compile_info(p, {probe}); !packed && sizes.unrolled_instructions != 0) {
+            // Both forms on a chip of their own from reset, loaded padded to one length, as the
+            // sweep runs them (on HBM the same point of the refresh interval at the start).
+            const auto words = static_cast<uint32_t>(std::max(sizes.unrolled_instructions, sizes.looped_instructions));
+            auto fair = spec;
+            fair.load_words = unrolled_spec.load_words = words;
+            const auto lp = tp::driver::run_matmul(*tp::driver::Chip::open(name, tp::driver::Backend::rtl), fair, 1);
+            const auto u =
+                tp::driver::run_matmul(*tp::driver::Chip::open(name, tp::driver::Backend::rtl), unrolled_spec, 1);
+            all_pass = all_pass && u.pass && u.output == run.output && lp.pass && lp.output == run.output;
+            e["unrolled_instructions"] = u.instructions;
+            e["unrolled_cycles"] = u.cycles;
+            e["loop_cycle_overhead"] = double(lp.cycles) / double(u.cycles) - 1.0;
+            fmt::print("chip {:<6} {:>5}^3 unrolled: {} instructions, {} cycles; loops ({} instructions) {:+.2f}%\n",
+                       name, s, u.instructions, u.cycles, run.instructions,
+                       100.0 * (double(lp.cycles) / double(u.cycles) - 1.0));
+          }
+          if (hbm) {  // the HBM controllers' view of the run
+            const auto& c = run.counters;
+            const double bursts = double(c.at("hbm_reads") + c.at("hbm_writes"));
+            const double hits = double(c.at("hbm_row_hits"));
+            e["hbm"] = {{"pseudo_channels", c.at("hbm_pseudo_channels")},
+                        {"reads", c.at("hbm_reads")},
+                        {"writes", c.at("hbm_writes")},
+                        {"row_hit_rate", bursts > 0 ? hits / bursts : 0.0},
+                        {"bus_busy_fraction", double(c.at("hbm_bus_busy")) / (nc * double(run.cycles))},
+                        {"avg_read_latency",
+                         c.at("hbm_reads") ? double(c.at("hbm_read_latency_sum")) / double(c.at("hbm_reads")) : 0.0},
+                        {"max_read_latency", c.at("hbm_read_latency_max")},
+                        {"refreshes", c.at("hbm_refreshes")},
+                        {"ecc_corrected", c.at("hbm_ecc_corrected")},
+                        {"ecc_fatal", c.at("hbm_ecc_fatal")}};
+          }
+          report["results"].push_back(e);
+          all_pass = all_pass && run.pass;
+          fmt::print(
+              "chip {:<6} ({:<5}) {:>5}^3 {:<6}: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of "
+              "roofline, "
+              "{:.2f} M cycles/s{}\n",
+              name, p.chip.memory, s, layout, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
+              roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
+          fmt::print("chip {:<6} {:>5}^3 {:<6} energy: {}\n", name, s, layout, tp::energy::summary(model, energy));
         }
-        const auto run = tp::driver::run_matmul(*chip, spec, 1);
-        chip->set_trace(nullptr);
-        const double secs = std::max(run.run_seconds, 1e-9);
-        // The roofline: peak compute (one n x n MAC step per cycle) and the memory port (one
-        // beat of 4n bytes per cycle) over the compulsory traffic: A and W read once, C written
-        // once, each element a 32-bit word in HBM (docs/chip.md).
-        // (tp::driver::roofline_cycles: on HBM the pseudo-channels' data buses, 32 data bytes per
-        // burst each, a burst taking the device model's burst_cycles, if narrower than the port.)
-        const double flops = 2.0 * double(s) * double(s) * double(s);
-        const double peak = 2.0 * double(n * n);
-        const double bytes_per_cycle = tp::driver::memory_bytes_per_cycle(p);
-        const double compulsory = 4.0 * 3.0 * double(s) * double(s);
-        const double roofline = tp::driver::roofline_cycles(p, s, s, s);
-        const bool hbm = p.chip.memory == "hbm";
-        const double nc = double(p.chip.hbm.channels * p.chip.hbm.pseudo_channels);
-        const uint64_t hbm_bytes = run.bytes_loaded + run.bytes_stored;
-        nlohmann::json e = {{"preset", name},
-                            {"memory", p.chip.memory},
-                            {"m", s},
-                            {"k", s},
-                            {"n", s},
-                            {"pass", run.pass},
-                            {"cycles", run.cycles},
-                            {"mxu_utilization", run.mxu_utilization},
-                            {"flops_per_cycle", flops / double(run.cycles)},
-                            {"peak_flops_per_cycle", peak},
-                            {"hbm_bytes", hbm_bytes},
-                            {"compulsory_bytes", compulsory},
-                            {"memory_bytes_per_cycle", bytes_per_cycle},
-                            {"roofline_cycles", roofline},
-                            {"fraction_of_roofline", roofline / double(run.cycles)},
-                            {"instructions", run.instructions},
-                            {"form", tp::compiler::form_name(run.form)},
-                            {"sim_cycles_per_s", double(run.cycles) / secs},
-                            {"sim_macs_per_s", double(s) * double(s) * double(s) / secs},
-                            {"counters", run.counters}};
-        // The energy estimate from the run's counters (docs/energy.md).
-        const auto model = tp::energy::EnergyModel::for_preset(p);
-        const auto energy = tp::energy::estimate(model, run.counters);
-        e["energy"] = nlohmann::json(tp::energy::to_json(model, energy));
-        // The same matmul unrolled, where that fits the instruction memory: the loops' cost.
-        auto unrolled_spec = spec;
-        unrolled_spec.form = tp::compiler::Form::unrolled;
-        tp::compiler::MatmulLayer probe;
-        probe.m = probe.k = probe.n = uint32_t(s);
-        probe.a = {0, uint32_t(s), uint32_t(s)};
-        probe.w = {tp::compiler::padded_beats(p, uint32_t(s), uint32_t(s)), uint32_t(s), uint32_t(s)};
-        probe.c = {2 * tp::compiler::padded_beats(p, uint32_t(s), uint32_t(s)), uint32_t(s), uint32_t(s)};
-        if (const auto sizes = tp::compiler::compile_info(p, {probe}); sizes.unrolled_instructions != 0) {
-          // Both forms on a chip of their own from reset, loaded padded to one length, as the
-          // sweep runs them (on HBM the same point of the refresh interval at the start).
-          const auto words = static_cast<uint32_t>(std::max(sizes.unrolled_instructions, sizes.looped_instructions));
-          auto fair = spec;
-          fair.load_words = unrolled_spec.load_words = words;
-          const auto lp = tp::driver::run_matmul(*tp::driver::Chip::open(name, tp::driver::Backend::rtl), fair, 1);
-          const auto u =
-              tp::driver::run_matmul(*tp::driver::Chip::open(name, tp::driver::Backend::rtl), unrolled_spec, 1);
-          all_pass = all_pass && u.pass && u.output == run.output && lp.pass && lp.output == run.output;
-          e["unrolled_instructions"] = u.instructions;
-          e["unrolled_cycles"] = u.cycles;
-          e["loop_cycle_overhead"] = double(lp.cycles) / double(u.cycles) - 1.0;
-          fmt::print("chip {:<6} {:>5}^3 unrolled: {} instructions, {} cycles; loops ({} instructions) {:+.2f}%\n",
-                     name, s, u.instructions, u.cycles, run.instructions,
-                     100.0 * (double(lp.cycles) / double(u.cycles) - 1.0));
-        }
-        if (hbm) {  // the HBM controllers' view of the run
-          const auto& c = run.counters;
-          const double bursts = double(c.at("hbm_reads") + c.at("hbm_writes"));
-          const double hits = double(c.at("hbm_row_hits"));
-          e["hbm"] = {{"pseudo_channels", c.at("hbm_pseudo_channels")},
-                      {"reads", c.at("hbm_reads")},
-                      {"writes", c.at("hbm_writes")},
-                      {"row_hit_rate", bursts > 0 ? hits / bursts : 0.0},
-                      {"bus_busy_fraction", double(c.at("hbm_bus_busy")) / (nc * double(run.cycles))},
-                      {"avg_read_latency",
-                       c.at("hbm_reads") ? double(c.at("hbm_read_latency_sum")) / double(c.at("hbm_reads")) : 0.0},
-                      {"max_read_latency", c.at("hbm_read_latency_max")},
-                      {"refreshes", c.at("hbm_refreshes")},
-                      {"ecc_corrected", c.at("hbm_ecc_corrected")},
-                      {"ecc_fatal", c.at("hbm_ecc_fatal")}};
-        }
-        report["results"].push_back(e);
-        all_pass = all_pass && run.pass;
-        fmt::print(
-            "chip {:<6} ({:<5}) {:>5}^3: {:>8} cycles, MXU {:5.1f}%, {:6.1f} of {:6.0f} flops/cycle, {:.3f} of "
-            "roofline, "
-            "{:.2f} M cycles/s{}\n",
-            name, p.chip.memory, s, run.cycles, 100.0 * run.mxu_utilization, flops / double(run.cycles), peak,
-            roofline / double(run.cycles), double(run.cycles) / secs / 1e6, run.pass ? "" : "  MISMATCH");
-        fmt::print("chip {:<6} {:>5}^3 energy: {}\n", name, s, tp::energy::summary(model, energy));
-      }
     }
     // The loop nests too large to unroll (issue "Loops"): at most 300 instructions each.
     report["loops"] = nlohmann::json::array();
