@@ -180,8 +180,7 @@ void finish(Chip& chip, MatmulRun& run, const isa::Program& prog, const std::vec
   run.instructions = prog.code.size();
   for (const auto& l : layers) {
     run.roofline_cycles += roofline_cycles(p, l.m, l.k, l.n, l.a.bf16x2, l.w.bf16x2);
-    run.compulsory_bytes += (l.a.bf16x2 ? 2.0 : 4.0) * double(l.m) * double(l.k) +
-                            (l.w.bf16x2 ? 2.0 : 4.0) * double(l.k) * double(l.n) + 4.0 * double(l.m) * double(l.n);
+    run.compulsory_bytes += compulsory_bytes(l.m, l.k, l.n, l.a.bf16x2, l.w.bf16x2);
   }
   chip.load(prog);
   chip.set_expected_cycles(static_cast<uint64_t>(run.roofline_cycles));  // a lower bound: about
@@ -297,11 +296,14 @@ double memory_bytes_per_cycle(const Preset& p) {
   return std::min(port, bus);
 }
 
+double compulsory_bytes(uint64_t m, uint64_t k, uint64_t n, bool a_bf16x2, bool w_bf16x2) {
+  return (a_bf16x2 ? 2.0 : 4.0) * double(m) * double(k) + (w_bf16x2 ? 2.0 : 4.0) * double(k) * double(n) +
+         4.0 * double(m) * double(n);
+}
+
 double roofline_cycles(const Preset& p, uint64_t m, uint64_t k, uint64_t n, bool a_bf16x2, bool w_bf16x2) {
   const double flops = 2.0 * double(m) * double(k) * double(n), peak = 2.0 * double(p.mxu.n) * double(p.mxu.n);
-  const double compulsory = (a_bf16x2 ? 2.0 : 4.0) * double(m) * double(k) +
-                            (w_bf16x2 ? 2.0 : 4.0) * double(k) * double(n) + 4.0 * double(m) * double(n);
-  return std::max(flops / peak, compulsory / memory_bytes_per_cycle(p));
+  return std::max(flops / peak, compulsory_bytes(m, k, n, a_bf16x2, w_bf16x2) / memory_bytes_per_cycle(p));
 }
 
 // Both runs place and compile first: shapes that do not fit HBM, VMEM or the instruction memory

@@ -180,6 +180,7 @@ struct MatmulRun {
 // the chip's port (a beat of 4n bytes a cycle), or on HBM the pseudo-channels' data buses if
 // they are narrower.
 double memory_bytes_per_cycle(const Preset&);
+double compulsory_bytes(uint64_t m, uint64_t k, uint64_t n, bool a_bf16x2 = false, bool w_bf16x2 = false);
 double roofline_cycles(const Preset&, uint64_t m, uint64_t k, uint64_t n, bool a_bf16x2 = false, bool w_bf16x2 = false);
 
 // Random bf16 operands (exponents near 0, both signs) and fp32 bias from `seed`, HBM allocated
