@@ -13,7 +13,8 @@
 // VMEM layout of a layer (rows):
 //   A[2]    2 x TM*Kb  the A block, double buffered; K-tile kb of a block is the TM contiguous
 //                      rows Abuf + kb*TM (loaded by one strided dma.ld per kb), so mxu.mm can
-//                      stream it as is
+//                      stream it as is; with a bf16x2 A, the block's rows at Abuf + kb*rows (one
+//                      packed dma.ld per K-tile pair, docs/compiler.md)
 //   W[R]    R x n      a ring of R = 4 weight slots
 //   OUT[2]  2 x TM     output staging, double buffered
 //   BIAS    Nb         the bias row (only with bias), loaded once per layer
@@ -25,7 +26,8 @@
 // more in its queue). Every semaphore is taken by one queue only, so its takes happen in program
 // order:
 //   A_FULL   load  -> mxu   each K-tile's dma.ld; the block's first pass takes one per K-tile (an
-//                           mxu fence before K-tile 0, the mm itself for the others)
+//                           mxu fence before K-tile 0, the mm itself for the others); with a
+//                           bf16x2 A one per K-tile pair, taken by the even K-tile's
 //   A_FREE   mxu   -> load  an mxu fence after the block's last mm (every mm reading it complete);
 //                           the first dma.ld of the block after next takes it. 2 initial tokens
 //   W_FULL   load  -> mxu   each weight tile's dma.ld; its mxu.lw takes it
@@ -227,24 +229,27 @@ class Builder {
     // K-tile kb of A block mb: one strided dma.ld, signalling A_FULL (one count per K-tile, so
     // the first pass over a block starts as soon as its first K-tile is in).
     // With A in bf16x2, K-tiles 2j and 2j + 1 come in one packed load (to rows buf + kb * rows,
-    // K-tile after K-tile, so the block's rows, not TM, apart) and the odd one's count is a load
-    // fence after it (the load queue completes in order); an odd Kb's last K-tile is a plain load
-    // of its beats, whose high halves are the zero padding.
-    auto a_tile = [&](uint64_t mb, uint64_t kb) {
+    // K-tile after K-tile, so the block's rows, not TM, apart) with one A_FULL count for both:
+    // the odd K-tile's mm takes none (the pair's load is complete before the even one's mm
+    // starts, and the MXU queue runs in order). An odd Kb's last K-tile is a plain load of its
+    // beats, whose high halves are the zero padding. a_tile adds the load of K-tile kb, if any.
+    auto a_tile = [&](Lines& out, uint64_t mb, uint64_t kb) {
       const uint64_t rows = block_rows(mb);
       const uint64_t buf = lay.a_buf[mb % 2];
       std::string text =
           fmt::format("A block {} (rows {}..{}) K-tile {} -> A[{}]", mb, mb * t.tm, mb * t.tm + rows - 1, kb, mb % 2);
-      if (!l.a.bf16x2)
-        return Line{dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb,
-                        kb == 0 ? kAFree : 0, kAFull),
-                    std::move(text)};
-      if (kb % 2) return Line{fence(Queue::load, 0, kAFull), text + ": loaded with K-tile " + std::to_string(kb - 1)};
+      if (!l.a.bf16x2) {
+        out.push_back({dma(Op::dma_ld, buf + kb * t.tm, l.a.beat + mb * t.tm * t.kb + kb, rows, 1, t.kb,
+                           kb == 0 ? kAFree : 0, kAFull),
+                       std::move(text)});
+        return;
+      }
+      if (kb % 2) return;  // loaded with K-tile kb - 1
       const uint64_t pairs = ceil_div(t.kb, 2);
       Instr ld = dma(Op::dma_ld, buf + kb * rows, l.a.beat + mb * t.tm * pairs + kb / 2, rows, 1, pairs,
                      kb == 0 ? kAFree : 0, kAFull);
       ld.f.packed = kb + 1 < t.kb ? 1 : 0;
-      return Line{ld, ld.f.packed ? text + fmt::format(" and {} (bf16x2)", kb + 1) : text + " (bf16x2, alone)"};
+      out.push_back({ld, ld.f.packed ? text + fmt::format(" and {} (bf16x2)", kb + 1) : text + " (bf16x2, alone)"});
     };
     uint64_t j = 0;  // weight tile index in the layer
     for (uint64_t mb = 0; mb < t.mb; ++mb) {
@@ -254,7 +259,7 @@ class Builder {
         item.after_lw = j >= kWeightSlots ? j - kWeightSlots + 1 : 0;
         // The first block's K-tiles go just ahead of the weight tiles that first use them, so
         // the MXU starts after one K-tile and one weight tile, not after the whole block.
-        if (mb == 0 && nb == 0) item.lines.push_back(a_tile(0, kb));
+        if (mb == 0 && nb == 0) a_tile(item.lines, 0, kb);
         item.lines.push_back(
             {w_load(p_, l, t.nb, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * w_kstep(p_, l, t.nb) + nb),
              fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
@@ -263,10 +268,10 @@ class Builder {
         // queue and stalls the front end); whatever is left goes with the block's last tile.
         if (mb + 1 < t.mb && i >= t.kb) {
           const uint64_t upto = i + 1 == tiles_per_block ? t.kb - 1 : std::min<uint64_t>(i - t.kb, t.kb - 1);
-          for (uint64_t p = i - t.kb; p <= upto && p < t.kb; ++p) item.lines.push_back(a_tile(mb + 1, p));
+          for (uint64_t p = i - t.kb; p <= upto && p < t.kb; ++p) a_tile(item.lines, mb + 1, p);
           if (i == t.kb) item.after_afree = mb;  // the block's first K-tile waits A_FREE of block mb - 1
         } else if (mb + 1 < t.mb && i + 1 == tiles_per_block) {  // one pass only (nb = 1)
-          for (uint64_t p = 0; p < t.kb; ++p) item.lines.push_back(a_tile(mb + 1, p));
+          for (uint64_t p = 0; p < t.kb; ++p) a_tile(item.lines, mb + 1, p);
           item.after_afree = mb;
         }
         loads.push_back(std::move(item));
@@ -282,7 +287,7 @@ class Builder {
         for (const auto& line : item.lines) {
           lines_.push_back(line);
           if (line.instr->op == Op::dma_ld && line.instr->signal == kWFull) ++w_loaded;
-          if (line.instr->signal == kAFull) ++a_loaded;
+          if (line.instr->signal == kAFull) a_loaded += line.instr->f.packed ? 2 : 1;  // K-tiles loaded
         }
       }
     };
@@ -339,7 +344,8 @@ class Builder {
         mm.f.acc = lay.acc_buf[g % 2];
         mm.f.rows = rows;
         mm.f.accumulate = kb > 0 ? 1 : 0;
-        mm.wait = kb == 0 ? kAccFree : (nb == 0 ? kAFull : 0);
+        const bool pair_loaded = l.a.bf16x2 && kb % 2 == 1;  // with K-tile kb - 1, whose count an mm took
+        mm.wait = kb == 0 ? kAccFree : (nb == 0 && !pair_loaded ? kAFull : 0);
         mm.signal = kb + 1 == t.kb ? kAccFull : 0;
         emit(mm, fmt::format("A[{}] K-tile {} -> ACC[{}]{}", mb % 2, kb, g % 2, kb > 0 ? " (accumulate)" : ""));
         if (kb == 0 && g > 0) epilogue(g - 1);
@@ -506,6 +512,25 @@ std::vector<uint32_t> pack_bf16x2(const Preset& p, uint32_t rows, uint32_t cols,
           out[(r * pairs + j) * n + l] = at(r, 2 * j * n + l) | at(r, (2 * j + 1) * n + l) << 16;
   }
   return out;
+}
+
+MatmulLayer prefer_bf16x2(const Preset& p, MatmulLayer l, const Options& opts) {
+  l.w.bf16x2 = p.mxu.n % 2 == 0;
+  // A probe placed from beat 0 with both flags: does it compile?
+  MatmulLayer probe = l;
+  probe.a.bf16x2 = true;
+  uint64_t beat = 0;
+  for (auto [ref, weights] : {std::pair{&probe.a, false}, {&probe.w, true}, {&probe.b, false}, {&probe.c, false}}) {
+    ref->beat = beat;
+    beat += matrix_beats(p, *ref, weights);
+  }
+  try {
+    (void)build(p, {probe}, opts);
+    l.a.bf16x2 = true;
+  } catch (const CompileError&) {
+    l.a.bf16x2 = false;
+  }
+  return l;
 }
 
 MatmulLayer packed_layer(const Preset& p, uint32_t m, uint32_t k, uint32_t n, bool bias) {

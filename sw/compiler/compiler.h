@@ -119,6 +119,11 @@ std::vector<uint32_t> pack_bf16x2(const Preset&, uint32_t rows, uint32_t cols, s
                                   bool weights);
 // The beats a matrix takes in HBM as its ref says (padded, or bf16x2); weights: a W operand.
 uint64_t matrix_beats(const Preset&, const MatrixRef&, bool weights);
+// What "bf16x2 operands" means for a layer, as the driver and the tool apply it: W bf16x2 at an
+// even n, A bf16x2 where the layer still compiles with it (a bf16x2 A is written out, which the
+// instruction memory may not hold). Returns the layer with those flags; its refs' beats are
+// unchanged (the caller places the matrices with matrix_beats).
+MatmulLayer prefer_bf16x2(const Preset&, MatmulLayer, const Options& = {});
 
 // Host helpers. pack_bf16: row-major rows x cols bf16 values -> padded HBM words (value in bits
 // 15:0, padding zero); pack_fp32: the same for fp32 bit patterns (the bias row). With

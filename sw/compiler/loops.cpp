@@ -203,12 +203,17 @@ class LoopBuilder {
     // than that is not built unrolled at all (a large one would take seconds and gigabytes).
     const uint64_t least = 3 * uint64_t{t.mb} * t.nb * t.kb;
     if (l.a.bf16x2) {  // the nests stream A's K-tiles one plain load each: written out, in every form
-      if (least > p_.chip.imem_words)
-        throw CompileError(fmt::format(
-            "{}: A in bf16x2 needs the layer written out (the loop nests load A unpacked), at least {} instructions, "
-            "more than preset '{}' holds ({}); give A unpacked",
-            layer_name(index, l), least, p_.name, p_.chip.imem_words));
-      write_out(index, l, t, before, unrolled_layer(p_, index, l, t, last), "A in bf16x2");
+      auto too_long = [&](uint64_t count, const char* what) {
+        return CompileError(
+            fmt::format("{}: A in bf16x2 needs the layer written out (the loop nests load A unpacked), {} {} "
+                        "instructions, more than preset '{}' holds ({}); give A unpacked",
+                        layer_name(index, l), what, count, p_.name, p_.chip.imem_words));
+      };
+      if (least > p_.chip.imem_words) throw too_long(least, "at least");
+      Lines out = unrolled_layer(p_, index, l, t, last);
+      if (const uint64_t count = count_instrs(out.begin(), out.end()); count > p_.chip.imem_words)
+        throw too_long(count, "its");
+      write_out(index, l, t, before, std::move(out), "A in bf16x2");
       return;
     }
     nest(index, l, t, last);

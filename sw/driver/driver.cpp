@@ -322,13 +322,13 @@ MatmulRun run_matmul(Chip& chip, const MatmulSpec& s, uint64_t seed, uint64_t ti
   layer.n = s.n;
   layer.bias = s.bias;
   layer.relu = s.relu;
-  bool a_packed = s.bf16x2 && s.bf16x2_a;
-  if (a_packed) {  // written out: at least a weight load, mxu.lw and mxu.mm per tile
-    const auto t = compiler::plan(p, compiler::packed_layer(p, s.m, s.k, s.n, s.bias));
-    a_packed = 3 * uint64_t{t.mb} * t.nb * t.kb <= p.chip.imem_words;
+  compiler::MatmulLayer flags;  // which operands are bf16x2 (compiler::prefer_bf16x2)
+  if (s.bf16x2) {
+    flags = compiler::prefer_bf16x2(p, compiler::packed_layer(p, s.m, s.k, s.n, s.bias), {.form = s.form});
+    flags.a.bf16x2 = flags.a.bf16x2 && s.bf16x2_a;
   }
-  layer.a = reserve(chip, s.m, s.k, false, a_packed);
-  layer.w = reserve(chip, s.k, s.n, true, s.bf16x2 && p.mxu.n % 2 == 0);
+  layer.a = reserve(chip, s.m, s.k, false, flags.a.bf16x2);
+  layer.w = reserve(chip, s.k, s.n, true, flags.w.bf16x2);
   if (s.bias) layer.b = reserve(chip, 1, s.n);
   layer.c = reserve(chip, s.m, s.n);
   const std::vector<compiler::MatmulLayer> layers = {layer};

@@ -139,9 +139,9 @@ struct MatmulSpec {
   // program: none). Two programs padded alike take equally long to load, so on HBM they start at
   // the same point of the refresh interval: a fair comparison of their cycles.
   uint32_t load_words = 0;
-  // bf16 operands two per word in HBM (compiler::MatrixRef::bf16x2), half their traffic: W at an
-  // even n, and A where the layer fits the instruction memory written out (the compiler writes
-  // out a layer whose A is bf16x2); bf16x2_a false keeps A plain.
+  // bf16 operands two per word in HBM (compiler::MatrixRef::bf16x2), half their traffic, as
+  // compiler::prefer_bf16x2 picks them: W at an even n, and A where the layer still compiles
+  // (a bf16x2 A is written out); bf16x2_a false keeps A plain.
   bool bf16x2 = false, bf16x2_a = true;
 };
 

@@ -273,14 +273,20 @@ int cmd_disasm(const std::string& in) {
 
 // The layers of --matmul / --mlp placed one after another from HBM beat 0, as compile shows them.
 std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const std::string& matmul,
-                                                      const std::string& mlp, bool bias, bool relu,
-                                                      bool bf16x2 = false) {
+                                                      const std::string& mlp, bool bias, bool relu, bool bf16x2 = false,
+                                                      const tp::compiler::Options& opts = {}) {
   uint64_t beat = 0;
   auto place = [&](uint32_t rows, uint32_t cols, bool weight, bool packed = false) {
     const tp::compiler::MatrixRef ref{beat, rows, cols, packed};
     beat += tp::compiler::matrix_beats(p, ref, weight);
     return ref;
   };
+  // --bf16x2: the operands the driver would pack (compiler::prefer_bf16x2)
+  tp::compiler::MatmulLayer flags;
+  if (bf16x2 && !matmul.empty()) {
+    const auto s = parse_shape(matmul, 3, "--matmul");
+    flags = tp::compiler::prefer_bf16x2(p, tp::compiler::packed_layer(p, s[0], s[1], s[2], bias), opts);
+  }
   auto layer = [&](tp::compiler::MatrixRef a, uint32_t k, uint32_t n, bool with_bias) {
     tp::compiler::MatmulLayer l;
     l.m = a.rows;
@@ -288,14 +294,14 @@ std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const
     l.n = n;
     l.bias = with_bias;
     l.a = a;
-    l.w = place(k, n, true, bf16x2 && a.bf16x2 && p.mxu.n % 2 == 0);
+    l.w = place(k, n, true, flags.w.bf16x2);
     if (with_bias) l.b = place(1, n, false);
     l.c = place(a.rows, n, false);
     return l;
   };
   if (!matmul.empty()) {
     const auto s = parse_shape(matmul, 3, "--matmul");
-    auto l = layer(place(s[0], s[1], false, bf16x2), s[1], s[2], bias);
+    auto l = layer(place(s[0], s[1], false, flags.a.bf16x2), s[1], s[2], bias);
     l.relu = relu;
     return {l};
   }
@@ -318,8 +324,8 @@ int cmd_compile(const RunOptions& o, const std::string& out) {
   if ((o.bias || o.relu || o.bf16x2) && o.matmul.empty())
     throw UsageError("compile: --bias, --relu and --bf16x2 go with --matmul");
   const tp::Preset p = tp::load_preset(o.preset);
-  const auto layers = layers_at_zero(p, o.matmul, o.mlp, o.bias, o.relu, o.bf16x2);
   const tp::compiler::Options opts{.form = parse_form(o.form)};
+  const auto layers = layers_at_zero(p, o.matmul, o.mlp, o.bias, o.relu, o.bf16x2, opts);
   if (out.empty()) {
     fmt::print("{}", tp::compiler::compile_asm(p, layers, opts));
     return kExitOk;

@@ -485,6 +485,27 @@ TEST(Compiler, Bf16x2Errors) {
   big.a.bf16x2 = false;
   big.w.bf16x2 = true;  // W packed alone: the loop nests take it
   EXPECT_NO_THROW((void)tp::compiler::compile(p, {big}, {.form = Form::loops}));
+  // Past the lower bound: 1 x 8 x 8000 is 3000 tiles' worth (3 x 1000 <= 4096) but about 7000
+  // instructions written out (each column tile's epilogue too).
+  auto wide = layer_at(p, 1, 8, 8000);
+  wide.a.bf16x2 = true;
+  try {
+    (void)tp::compiler::compile(p, {wide});
+    ADD_FAILURE() << "no CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("give A unpacked"), std::string::npos) << e.what();
+  }
+  // prefer_bf16x2 (what --bf16x2 does): A where it still compiles, W at an even n.
+  const auto chosen = tp::compiler::prefer_bf16x2(p, layer_at(p, 1, 8, 8000));
+  EXPECT_FALSE(chosen.a.bf16x2);
+  EXPECT_TRUE(chosen.w.bf16x2);
+  const auto small = tp::compiler::prefer_bf16x2(p, layer_at(p, 20, 30, 40));
+  EXPECT_TRUE(small.a.bf16x2);
+  EXPECT_TRUE(small.w.bf16x2);
+  auto spec = tp::driver::MatmulSpec{1, 8, 8000, false, false, Form::automatic};
+  spec.bf16x2 = true;  // the driver falls back to a plain A and runs
+  auto chip = golden("tiny");
+  expect_pass(tp::driver::run_matmul(*chip, spec, 3), "tiny");
 }
 
 TEST(Driver, Errors) {
