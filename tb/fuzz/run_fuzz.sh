@@ -32,7 +32,11 @@ for t in "$@"; do
   rc=$?
   after=$(ls "$crashes" | wc -l)
   stats=$(grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units)' "$log" | tail -1)
-  if [ $rc -ne 0 ] || [ "$after" -gt "$before" ]; then
+  if [ $rc -eq 72 ] && [ "$after" -eq "$before" ]; then
+    # libFuzzer's exit code when it is interrupted (SIGINT/SIGTERM): stopped, nothing found
+    echo "make fuzz: $t: interrupted, no finding so far (${stats})"
+    failed+=("$t (interrupted)")
+  elif [ $rc -ne 0 ] || [ "$after" -gt "$before" ]; then
     grep -E 'ERROR: |SUMMARY: |fuzz: |runtime error|terminate called|Test unit written' "$log" | head -20
     echo "make fuzz: $t FOUND something (exit $rc; inputs in $crashes/, log: $log)"
     failed+=("$t")
@@ -41,7 +45,7 @@ for t in "$@"; do
   fi
 done
 if [ ${#failed[@]} -ne 0 ]; then
-  echo "make fuzz: findings in: ${failed[*]} (add each input to tb/fuzz/regressions/<target>/ once fixed)"
+  echo "make fuzz: findings or interruptions in: ${failed[*]} (add each input found to tb/fuzz/regressions/<target>/ once fixed)"
   exit 1
 fi
 echo "make fuzz: no findings in $*"
