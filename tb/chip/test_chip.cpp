@@ -369,10 +369,14 @@ struct Gen {
     for (unsigned i = 0; i < iters; ++i) {
       const unsigned s = i % 2, in = in0 + s * R, t = t0 + s * R, u = u0 + s * R, acc = s * R;
       // load
-      const unsigned cols = pick(1, 3), rows = std::max(1u, pick(1, R) / cols), k = rows * cols;
+      // A quarter of the loads are packed (bf16 two per word): each beat fills two rows of IN.
+      const bool packed_ld = R >= 2 && pick(0, 3) == 0;
+      const unsigned cols = pick(1, 3), rows = std::max(1u, pick(1, packed_ld ? R / 2 : R) / cols);
+      const unsigned k = rows * cols << packed_ld;  // IN's rows
       if (i >= 2) fence(0, kFreeInM, 0);
       auto& ld = emit(Op::dma_ld, i >= 2 ? kFreeInV : kNone, kLdV).f;
       ld.vaddr = in, ld.haddr = pick(0, 4000), ld.rows = rows, ld.cols = cols, ld.hstride = pick(cols, cols + 5);
+      ld.packed = packed_ld;
       fence(0, 0, kLdM);
       // MXU
       {
@@ -404,8 +408,11 @@ struct Gen {
       fence(2, 0, kFreeInV);
       fence(2, 0, kVS);
       // store
+      // A quarter of T's stores are packed: rows t + j and t + k/2 + j (their low halves) in one word.
+      const bool packed_st = k >= 2 && pick(0, 3) == 0;
       auto& st = emit(Op::dma_st, kVS).f;
-      st.vaddr = t, st.haddr = kOutBase + i * kOutStride, st.rows = k, st.cols = 1, st.hstride = 2;
+      st.vaddr = t, st.haddr = kOutBase + i * kOutStride, st.rows = packed_st ? k / 2 : k, st.cols = 1, st.hstride = 2;
+      st.packed = packed_st;
       auto& st2 = emit(Op::dma_st).f;
       st2.vaddr = u, st2.haddr = kOutBase + i * kOutStride + 1, st2.rows = k, st2.cols = 1, st2.hstride = 2;
       fence(3, 0, kFreeT);
