@@ -64,8 +64,8 @@ struct Both {
     return s;
   }
 
-  // Status equal on both, and the memory in [0, beats) equal when the run succeeded.
-  void expect_same(uint64_t beats, const std::string& what) {
+  // Status equal on both, and the memory in [first, first + beats) equal when the run succeeded.
+  void expect_same(uint64_t beats, const std::string& what, uint64_t first = 0) {
     ASSERT_FALSE(rtl_run.timed_out) << what << ": the chip neither finished nor reported an error (watchdog); "
                                     << rtl_state();
     ASSERT_TRUE(gold_run.done) << what << ": the interpreter did not finish";
@@ -74,12 +74,12 @@ struct Both {
       EXPECT_EQ(rtl_run.pc, gold_run.pc) << what << ": error PC";
       return;
     }
-    const auto a = rtl.read_mem(0, beats), b = gold.read_hbm(0, beats);
+    const auto a = rtl.read_mem(first, beats), b = gold.read_hbm(first, beats);
     const unsigned n = preset().mxu.n;
     for (std::size_t k = 0; k < a.size(); ++k) {
       if (a[k] != b[k]) {
         ADD_FAILURE() << fmt::format("{}: memory differs first at beat {} lane {}: rtl {:#010x}, golden {:#010x}", what,
-                                     k / n, k % n, a[k], b[k]);
+                                     first + k / n, k % n, a[k], b[k]);
         return;
       }
     }
@@ -170,6 +170,47 @@ TEST(Chip, PackedLoadsAndStoresRoundTrip) {
       }
     }
   }
+}
+
+// Blocks at the edges of both memories and the widest fields: all of VMEM loaded from the top of
+// HBM in rows of up to 4095 columns (the cols field's largest) and stored to its bottom, a
+// stride spanning the whole HBM, the last VMEM rows through the vector unit and the MXU, and the
+// last accumulator row. The address and length paths' upper bits move only here.
+TEST(Chip, BlocksReachTheEdgesOfVmemAndHbm) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  const unsigned n = preset().mxu.n, V = preset().chip.vmem_rows, acc = preset().mxu.acc_rows;
+  const uint64_t H = preset().chip.hbm_beats, top = H - V;
+  unsigned rows = 1;
+  while (V / rows > 4095 || V % rows) ++rows;
+  const unsigned cols = V / rows;
+  Both both(stimulus(seed));
+  both.write(top, random_words(rng, uint64_t{V} * n));
+  both.write(0, random_words(rng, uint64_t{n} * n));  // a weight tile at beat 0, kept below
+  const std::string text =
+      fmt::format(R"(
+      dma.ld 0, {top}, {rows}, {cols}, {cols} signal=1     # all of VMEM from the top of HBM
+      dma.st 0, {n}, {rows}, {cols}, {cols} wait=1 signal=2  # to the bottom, above the tile
+      dma.ld {vn}, 0, {n}, 1, 1 wait=2 signal=3          # the weight tile into the last n rows
+      mxu.lw {vn}, t=1 wait=3
+      fence mxu signal=4
+      dma.ld {v2}, 0, 2, 1, {hs} wait=4 signal=5          # beats 0 and H - 1: the widest stride
+      vadd {v1}, {v2}, 1, b={v1} wait=5 signal=6          # the last row = beat 0 + beat H - 1
+      mxu.mm {v1}, {a1}, 1 wait=6 signal=7                # into the last accumulator row
+      vmov {v3}, {a1}, 1 a_acc=1 wait=7 signal=8
+      dma.st {v3}, {h3}, 1, 3, 3 wait=8                  # rows V - 3 .. V - 1 to H - 3 .. H - 1
+      halt
+    )",
+                  fmt::arg("top", top), fmt::arg("rows", rows), fmt::arg("cols", cols), fmt::arg("n", n),
+                  fmt::arg("v1", V - 1), fmt::arg("v2", V - 2), fmt::arg("v3", V - 3), fmt::arg("vn", V - n),
+                  fmt::arg("hs", H - 1), fmt::arg("a1", acc - 1), fmt::arg("h3", H - 3));
+  both.run(assemble(text), 4'000'000);
+  both.expect_same(n + V, text);   // the tile and the bottom copy
+  both.expect_same(V, text, top);  // the top, its last 3 beats stored last
+  ASSERT_EQ(both.rtl_run.err, 0u) << tp::isa::err_name(static_cast<Err>(both.rtl_run.err)) << " at " << both.rtl_run.pc;
+  // Not vacuous: the top of HBM arrived at the bottom.
+  const auto src = both.rtl.read_mem(top, V - 3), copy = both.rtl.read_mem(n, V - 3);
+  EXPECT_TRUE(src == copy) << "VMEM's copy of the top of HBM, stored at beat " << n;
 }
 
 // vexp and vrcp through the vector unit's pipeline: rows that are not a multiple of the sublanes,
