@@ -138,7 +138,7 @@ coverage: deps
 	  || { grep -E 'tests passed|Failed|\*\*\*' $(COV_BUILD)/ctest.log | tail -20; echo "make coverage: tests failed (log: $(COV_BUILD)/ctest.log)"; exit 1; }
 	@mkdir -p $(BUILD)/reports
 	@python3 scripts/coverage.py --dat $(COV_BUILD)/coverage/dat --annotate $(BUILD)/coverage \
-	  --out $(BUILD)/reports/coverage.json
+	  --out $(BUILD)/reports/coverage.json --waivers tb/coverage_waivers.txt
 
 # Area (docs/area.md): yosys synthesis of every block at the test presets (the n^2 blocks at a
 # sweep of small n, fitted), no build needed; about two hours of yosys time (one yosys at a time).

@@ -2,12 +2,20 @@
 """Merge the coverage a coverage build's tests wrote (make coverage; docs/verification.md,
 "Coverage") and report it per RTL module.
 
-Usage: coverage.py --dat DIR --out coverage.json [--annotate DIR]
+Usage: coverage.py --dat DIR --out coverage.json [--annotate DIR] [--waivers FILE]
 
 DIR holds one Verilator coverage file per model run (sw/sim/coverage.h). They are merged with
 verilator_coverage into DIR/../merged.dat; --annotate writes verilator_coverage's annotated sources
 there. The JSON has, per RTL module (its parameterizations together: a point hit in any of them
 is hit) and kind (`line`, `toggle`), the points, how many were hit and the percentage.
+
+FILE (tb/coverage_waivers.txt) lists the toggle points that cannot move, one rule per line:
+`module signal bits reason`: module and signal are regular expressions matched whole (the signal
+against the point's name without its indices, or with all but the last: `u_pc_o` or
+`u_pc_o\[3\]` for `u_pc_o[3][17]`), bits a range `lo-hi` of the last index or `*`, and the reason
+is required. A waived point leaves the module's toggle
+figure; `toggle_raw` keeps the figure without waivers. A rule that matches no point, or a waived
+point that did toggle, is an error: the waivers stay true as the RTL and the tests change.
 """
 import argparse
 import glob
@@ -42,12 +50,50 @@ def parse_points(path):
     return points
 
 
+def parse_waivers(path):
+    """[(lineno, module re, signal re, lo, hi, reason)] of a waivers file (see the docstring)."""
+    rules = []
+    with open(path, encoding="utf-8") as f:
+        for no, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split(None, 3)
+            if len(parts) < 4:
+                sys.exit(f"coverage: {path}:{no}: want `module signal bits reason`, got {raw.strip()!r}")
+            mod, sig, bits, reason = parts
+            m = re.fullmatch(r"(\d+)-(\d+)|(\*)", bits)
+            if not m or (m.group(1) and int(m.group(1)) > int(m.group(2))):
+                sys.exit(f"coverage: {path}:{no}: bits {bits!r}: want lo-hi (lo <= hi) or *")
+            try:
+                mre, sre = re.compile(mod), re.compile(sig)
+            except re.error as e:
+                sys.exit(f"coverage: {path}:{no}: bad regular expression: {e}")
+            lo, hi = (int(m.group(1)), int(m.group(2))) if m.group(1) else (0, 1 << 62)
+            rules.append((no, mre, sre, lo, hi, reason))
+    return rules
+
+
+def waiver_of(rules, module, what):
+    """The first rule waiving toggle point `what` (`sig[i][j]`) of module `module`, or None."""
+    m = re.fullmatch(r"([^\[]*)((?:\[\d+\])*)", what)
+    name, idx = (m.group(1), re.findall(r"\d+", m.group(2))) if m else (what, [])
+    bit = int(idx[-1]) if idx else 0
+    names = (name, name + "".join(f"[{i}]" for i in idx[:-1]))  # u_pc_o, and u_pc_o[3] for u_pc_o[3][17]
+    for rule in rules:
+        if rule[1].fullmatch(module) and any(rule[2].fullmatch(x) for x in names) and rule[3] <= bit <= rule[4]:
+            return rule
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dat", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--annotate")
+    ap.add_argument("--waivers", help="toggle points that cannot move (tb/coverage_waivers.txt)")
     args = ap.parse_args()
+    rules = parse_waivers(args.waivers) if args.waivers else []
     files = sorted(glob.glob(os.path.join(args.dat, "*.dat")))
     if not files:
         sys.exit(f"coverage: no coverage files in {args.dat} (run the tests of a -DTP_COVERAGE=ON build first)")
@@ -72,23 +118,35 @@ def main():
         m["variants"].add(module)
         key = (base, kind, src, line, col, what)
         seen[key] = seen.get(key, False) or count > 0
-    for (base, kind, *_), hit in seen.items():
-        k = modules[base].setdefault(kind, {"points": 0, "hit": 0})
+    used, wrong = set(), []
+    for (base, kind, src, line, col, what), hit in seen.items():
+        k = modules[base].setdefault(kind, {"points": 0, "hit": 0, "waived": 0})
         k["points"] += 1
         k["hit"] += hit
+        rule = waiver_of(rules, base, what) if kind == "toggle" else None
+        if rule:
+            used.add(rule[0])
+            k["waived"] += not hit  # a waived point that toggled stays counted, and is an error
+            if hit:
+                wrong.append(f"{args.waivers}:{rule[0]} waives {base}.{what} ({os.path.relpath(src)}:{line}), "
+                             "which toggled")
+    wrong += [f"{args.waivers}:{r[0]} matches no toggle point" for r in rules if r[0] not in used]
     results = []
     for name in sorted(modules):
         m = modules[name]
         for kind in ("line", "toggle"):
-            k = m.setdefault(kind, {"points": 0, "hit": 0})
-            k["percent"] = round(100.0 * k["hit"] / k["points"], 2) if k["points"] else None
+            k = m.setdefault(kind, {"points": 0, "hit": 0, "waived": 0})
+            pct = lambda hit, pts: round(100.0 * hit / pts, 2) if pts else None
+            k["raw"] = pct(k["hit"], k["points"])
+            k["percent"] = pct(k["hit"], k["points"] - k["waived"])
         results.append({"module": name, "file": m["file"], "variants": sorted(m["variants"]),
                         "line": m["line"]["percent"],
                         "toggle": m["toggle"]["percent"], "line_points": m["line"]["points"],
                         "line_hit": m["line"]["hit"], "toggle_points": m["toggle"]["points"],
-                        "toggle_hit": m["toggle"]["hit"]})
+                        "toggle_hit": m["toggle"]["hit"], "toggle_waived": m["toggle"]["waived"],
+                        "toggle_raw": m["toggle"]["raw"]})
     report = {"benchmark": "coverage", "runs": len(files), "merged": merged, "annotated": args.annotate,
-              "lowered_points_ignored": lowered,
+              "lowered_points_ignored": lowered, "waivers": args.waivers, "waiver_errors": wrong,
               "goal": {"line": 98.0, "toggle": 80.0}, "results": results}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
@@ -96,13 +154,15 @@ def main():
         f.write("\n")
     print(f"coverage: {len(files)} model runs merged into {merged}"
           + (f" ({lowered} points of the lowered copies left out)" if lowered else ""))
-    print(f"  {'module':<18} {'line %':>8} {'points':>8} {'toggle %':>9} {'points':>8}")
+    print(f"  {'module':<18} {'line %':>8} {'points':>8} {'toggle %':>9} {'points':>8} {'waived':>7} {'raw %':>6}")
     for r in results:
         fmt = lambda v: f"{v:.1f}" if v is not None else "-"
         print(f"  {r['module']:<18} {fmt(r['line']):>8} {r['line_points']:>8} {fmt(r['toggle']):>9} "
-              f"{r['toggle_points']:>8}")
+              f"{r['toggle_points']:>8} {r['toggle_waived']:>7} {fmt(r['toggle_raw']):>6}")
     print(f"coverage: wrote {args.out}" + (f"; annotated sources in {args.annotate}" if args.annotate else ""))
-    return 0
+    for w in wrong:
+        print(f"coverage: waiver error: {w}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """scripts/coverage.py (make coverage) on hand-written Verilator coverage files: two runs merged
 (a point hit in either counts), per module line (line and branch points) and toggle percentages,
-the lowered copies' points left out, an empty directory refused. Usage: test_coverage.py"""
+the lowered copies' points left out, an empty directory refused; waivers: a waived point leaves
+the figure, a waiver of a point that toggled or of no point is an error, a malformed rule is
+refused. Usage: test_coverage.py"""
 import json
 import os
 import subprocess
@@ -31,7 +33,8 @@ def main():
         runs = [
             [point("a.sv", 3, 1, "v_line/ma", "block", 5), point("a.sv", 4, 2, "v_branch/ma", "if", 0),
              point("a.sv", 5, 3, "v_branch/ma", "else", 0), point("a.sv", 1, 4, "v_toggle/ma", "x", 2),
-             point("b.sv", 7, 5, "v_toggle/mb", "y", 0)],
+             point("b.sv", 7, 5, "v_toggle/mb", "y", 0), point("b.sv", 9, 5, "v_toggle/mb", "z[1][3]", 0),
+             point("b.sv", 9, 5, "v_toggle/mb", "z[1][4]", 2)],
             [point("a.sv", 4, 2, "v_branch/ma", "if", 3), point("b.sv", 7, 5, "v_toggle/mb", "y", 0),
              point("b.sv", 8, 6, "v_line/mb", "block", 1),
              # a lowered copy of a.sv (yosys_lower.py, Verilated by its own test): left out
@@ -50,11 +53,29 @@ def main():
             if full.get("lowered_points_ignored") != 2:
                 failures.append(f"lowered points ignored: {full.get('lowered_points_ignored')}, want 2")
             rep = {r["module"]: r for r in full["results"]}
-            want = {"ma": (2, 3, 100.0, 1), "mb": (1, 1, 0.0, 1)}  # line hit, line points, toggle %, toggle points
+            want = {"ma": (2, 3, 100.0, 1), "mb": (1, 1, 33.33, 3)}  # line hit, line points, toggle %, toggle points
             for mod, (lh, lp, tg, tp) in want.items():
                 r = rep.get(mod)
                 if not r or (r["line_hit"], r["line_points"], r["toggle"], r["toggle_points"]) != (lh, lp, tg, tp):
                     failures.append(f"{mod}: {r}, want line {lh}/{lp}, toggle {tg}% of {tp}")
+        # Waivers: z's bit 3 cannot move, so mb's toggle figure is 1 of 2 points
+        def run_waivers(text):
+            path = os.path.join(d, "waivers.txt")
+            with open(path, "w") as f:
+                f.write(text)
+            return subprocess.run([sys.executable, os.path.join(HERE, "coverage.py"), "--dat", dat, "--out", out,
+                                   "--waivers", path], capture_output=True, text=True)
+        p = run_waivers("# a comment\n\nm[b] z\\[1\\] 3-3 tied to 0 in every test preset  # why\n")
+        r = {r["module"]: r for r in json.load(open(out))["results"]}.get("mb", {}) if p.returncode == 0 else {}
+        if (r.get("toggle"), r.get("toggle_waived"), r.get("toggle_raw")) != (50.0, 1, 33.33):
+            failures.append(f"waived z[1][3]: exit {p.returncode} {p.stderr!r}, {r}")
+        for text, want in (("mb z * moves\n", "waives mb.z[1][4]"), ("mb q * gone\n", ":1 matches no toggle point"),
+                           ("mb z 3-3 ok\nmb z\\[0\\] * another index\n", ":2 matches no toggle point"),
+                           ("mb z 3-3\n", ":1: want `module signal bits reason`"), ("mb z 4-3 x\n", "lo <= hi"),
+                           ("mb z( * x\n", "bad regular expression")):
+            p = run_waivers(text)
+            if p.returncode == 0 or want not in p.stderr:
+                failures.append(f"waivers {text.strip()!r}: exit {p.returncode}, {p.stderr!r}, want {want!r}")
         empty = os.path.join(d, "empty")
         os.mkdir(empty)
         p = subprocess.run([sys.executable, os.path.join(HERE, "coverage.py"), "--dat", empty, "--out", out],
