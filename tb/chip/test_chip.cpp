@@ -213,6 +213,24 @@ TEST(Chip, BlocksReachTheEdgesOfVmemAndHbm) {
   EXPECT_TRUE(src == copy) << "VMEM's copy of the top of HBM, stored at beat " << n;
 }
 
+// Every semaphore counts to its limit: a loop signals semaphores 1 to 15 (fences spread over the
+// four queues) 65,535 times each, nobody takes them, and one signal more overflows the last:
+// sem_overflow on both backends, so both counted to exactly 65,535 (one signal fewer would end
+// the program without an error). One preset runs it (about 10^6 cycles): the semaphores are the
+// same at every preset.
+TEST(Chip, SemaphoresCountToTheirLimit) {
+  if (std::string(TP_PRESET) != "tiny") GTEST_SKIP() << "run at tiny only: the semaphores are the same at every preset";
+  std::string body;
+  static constexpr const char* kQueueName[] = {"load", "mxu", "vec", "store"};
+  for (unsigned s = 1; s < 16; ++s) body += fmt::format("  fence {} signal={}\n", kQueueName[s % 4], s);
+  const std::string text = "li r1, 65535\ntop:\n" + body + "loop r1, top\nfence load signal=15\nhalt\n";
+  Both both(stimulus(tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET)));
+  both.run(assemble(text), 4'000'000);
+  both.expect_same(0, "65,535 signals to each semaphore, then one more");
+  EXPECT_EQ(tp::isa::err_name(static_cast<Err>(both.rtl_run.err)), "sem_overflow");
+  EXPECT_GT(both.rtl_run.cycles, 15u * 65535u / 2) << "the loop ran";
+}
+
 // vexp and vrcp through the vector unit's pipeline: rows that are not a multiple of the sublanes,
 // a chain (vrcp of vexp), both backends, and every lane against the golden functions. The
 // pipeline costs its latency once per instruction, not per group: a vexp takes exactly 3 cycles
