@@ -12,8 +12,8 @@ is hit) and kind (`line`, `toggle`), the points, how many were hit and the perce
 FILE (tb/coverage_waivers.txt) lists the toggle points that cannot move, one rule per line:
 `module signal bits reason`: module and signal are regular expressions matched whole (the signal
 against the point's name without its indices, or with all but the last: `u_pc_o` or
-`u_pc_o\[3\]` for `u_pc_o[3][17]`), bits a range `lo-hi` of the last index or `*`, and the reason
-is required. A waived point leaves the module's toggle
+`u_pc_o\\[3\\]` for `u_pc_o[3][17]`), bits the last index's ranges `lo-hi` or single bits,
+comma-separated, or `*`, and the reason is required. A waived point leaves the module's toggle
 figure; `toggle_raw` keeps the figure without waivers. A rule that matches no point, or a waived
 point that did toggle, is an error: the waivers stay true as the RTL and the tests change.
 """
@@ -51,7 +51,7 @@ def parse_points(path):
 
 
 def parse_waivers(path):
-    """[(lineno, module re, signal re, lo, hi, reason)] of a waivers file (see the docstring)."""
+    """[(lineno, module re, signal re, [(lo, hi)], reason)] of a waivers file (see the docstring)."""
     rules = []
     with open(path, encoding="utf-8") as f:
         for no, raw in enumerate(f, 1):
@@ -62,15 +62,18 @@ def parse_waivers(path):
             if len(parts) < 4:
                 sys.exit(f"coverage: {path}:{no}: want `module signal bits reason`, got {raw.strip()!r}")
             mod, sig, bits, reason = parts
-            m = re.fullmatch(r"(\d+)-(\d+)|(\*)", bits)
-            if not m or (m.group(1) and int(m.group(1)) > int(m.group(2))):
-                sys.exit(f"coverage: {path}:{no}: bits {bits!r}: want lo-hi (lo <= hi) or *")
+            ranges = []
+            for part in bits.split(",") if bits != "*" else []:
+                m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+                lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (1, 0)
+                if lo > hi:
+                    sys.exit(f"coverage: {path}:{no}: bits {bits!r}: want lo-hi[,lo-hi...] (lo <= hi) or *")
+                ranges.append((lo, hi))
             try:
                 mre, sre = re.compile(mod), re.compile(sig)
             except re.error as e:
                 sys.exit(f"coverage: {path}:{no}: bad regular expression: {e}")
-            lo, hi = (int(m.group(1)), int(m.group(2))) if m.group(1) else (0, 1 << 62)
-            rules.append((no, mre, sre, lo, hi, reason))
+            rules.append((no, mre, sre, ranges or [(0, 1 << 62)], reason))
     return rules
 
 
@@ -81,7 +84,8 @@ def waiver_of(rules, module, what):
     bit = int(idx[-1]) if idx else 0
     names = (name, name + "".join(f"[{i}]" for i in idx[:-1]))  # u_pc_o, and u_pc_o[3] for u_pc_o[3][17]
     for rule in rules:
-        if rule[1].fullmatch(module) and any(rule[2].fullmatch(x) for x in names) and rule[3] <= bit <= rule[4]:
+        if rule[1].fullmatch(module) and any(rule[2].fullmatch(x) for x in names) and \
+                any(lo <= bit <= hi for lo, hi in rule[3]):
             return rule
     return None
 

@@ -65,13 +65,14 @@ def main():
                 f.write(text)
             return subprocess.run([sys.executable, os.path.join(HERE, "coverage.py"), "--dat", dat, "--out", out,
                                    "--waivers", path], capture_output=True, text=True)
-        p = run_waivers("# a comment\n\nm[b] z\\[1\\] 3-3 tied to 0 in every test preset  # why\n")
+        p = run_waivers("# a comment\n\nm[b] z\\[1\\] 0-1,3,7-9 tied to 0 in every test preset  # why\n")
         r = {r["module"]: r for r in json.load(open(out))["results"]}.get("mb", {}) if p.returncode == 0 else {}
         if (r.get("toggle"), r.get("toggle_waived"), r.get("toggle_raw")) != (50.0, 1, 33.33):
             failures.append(f"waived z[1][3]: exit {p.returncode} {p.stderr!r}, {r}")
         for text, want in (("mb z * moves\n", "waives mb.z[1][4]"), ("mb q * gone\n", ":1 matches no toggle point"),
                            ("mb z 3-3 ok\nmb z\\[0\\] * another index\n", ":2 matches no toggle point"),
                            ("mb z 3-3\n", ":1: want `module signal bits reason`"), ("mb z 4-3 x\n", "lo <= hi"),
+                           ("mb z 3,x y\n", "lo <= hi"), ("mb z 1-2,4 moves\n", "waives mb.z[1][4]"),
                            ("mb z( * x\n", "bad regular expression")):
             p = run_waivers(text)
             if p.returncode == 0 or want not in p.stderr:
