@@ -55,7 +55,7 @@ def parse_waivers(path):
     rules = []
     with open(path, encoding="utf-8") as f:
         for no, raw in enumerate(f, 1):
-            line = raw.split("#", 1)[0].strip()
+            line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()  # a comment: # at the start or after a space
             if not line:
                 continue
             parts = line.split(None, 3)
@@ -67,7 +67,8 @@ def parse_waivers(path):
                 m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
                 lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (1, 0)
                 if lo > hi:
-                    sys.exit(f"coverage: {path}:{no}: bits {bits!r}: want lo-hi[,lo-hi...] (lo <= hi) or *")
+                    sys.exit(f"coverage: {path}:{no}: bits {bits!r}: want ranges lo-hi (lo <= hi) or single bits, "
+                             "comma-separated, or *")
                 ranges.append((lo, hi))
             try:
                 mre, sre = re.compile(mod), re.compile(sig)
@@ -134,7 +135,8 @@ def main():
             if hit:
                 wrong.append(f"{args.waivers}:{rule[0]} waives {base}.{what} ({os.path.relpath(src)}:{line}), "
                              "which toggled")
-    wrong += [f"{args.waivers}:{r[0]} matches no toggle point" for r in rules if r[0] not in used]
+    wrong += [f"{args.waivers}:{r[0]} matches no toggle point (or only points an earlier rule waives)"
+              for r in rules if r[0] not in used]
     results = []
     for name in sorted(modules):
         m = modules[name]
