@@ -514,16 +514,24 @@ std::vector<uint32_t> pack_bf16x2(const Preset& p, uint32_t rows, uint32_t cols,
   return out;
 }
 
+namespace {
+// A, W, the bias (with one) and C one after another from HBM beat 0, each as its ref says.
+void place_from_zero(const Preset& p, MatmulLayer& l) {
+  uint64_t beat = 0;
+  for (auto [ref, weights] : {std::pair{&l.a, false}, {&l.w, true}, {&l.b, false}, {&l.c, false}}) {
+    if (ref == &l.b && !l.bias) continue;
+    ref->beat = beat;
+    beat += matrix_beats(p, *ref, weights);
+  }
+}
+}  // namespace
+
 MatmulLayer prefer_bf16x2(const Preset& p, MatmulLayer l, const Options& opts) {
   l.w.bf16x2 = p.mxu.n % 2 == 0;
   // A probe placed from beat 0 with both flags: does it compile?
   MatmulLayer probe = l;
   probe.a.bf16x2 = true;
-  uint64_t beat = 0;
-  for (auto [ref, weights] : {std::pair{&probe.a, false}, {&probe.w, true}, {&probe.b, false}, {&probe.c, false}}) {
-    ref->beat = beat;
-    beat += matrix_beats(p, *ref, weights);
-  }
+  place_from_zero(p, probe);
   try {
     (void)build(p, {probe}, opts);
     l.a.bf16x2 = true;
@@ -539,16 +547,11 @@ MatmulLayer packed_layer(const Preset& p, uint32_t m, uint32_t k, uint32_t n, bo
   l.k = k;
   l.n = n;
   l.bias = bias;
-  uint64_t beat = 0;
-  l.a = {beat, m, k};
-  beat += padded_beats(p, m, k);
-  l.w = {beat, k, n};
-  beat += padded_beats(p, padded_rows(p, k), n);
-  if (bias) {
-    l.b = {beat, 1, n};
-    beat += padded_beats(p, 1, n);
-  }
-  l.c = {beat, m, n};
+  l.a = {0, m, k};
+  l.w = {0, k, n};
+  if (bias) l.b = {0, 1, n};
+  l.c = {0, m, n};
+  place_from_zero(p, l);
   return l;
 }
 

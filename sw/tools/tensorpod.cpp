@@ -281,27 +281,23 @@ std::vector<tp::compiler::MatmulLayer> layers_at_zero(const tp::Preset& p, const
     beat += tp::compiler::matrix_beats(p, ref, weight);
     return ref;
   };
-  // --bf16x2: the operands the driver would pack (compiler::prefer_bf16x2)
-  tp::compiler::MatmulLayer flags;
-  if (bf16x2 && !matmul.empty()) {
-    const auto s = parse_shape(matmul, 3, "--matmul");
-    flags = tp::compiler::prefer_bf16x2(p, tp::compiler::packed_layer(p, s[0], s[1], s[2], bias), opts);
-  }
-  auto layer = [&](tp::compiler::MatrixRef a, uint32_t k, uint32_t n, bool with_bias) {
+  auto layer = [&](tp::compiler::MatrixRef a, uint32_t k, uint32_t n, bool with_bias, bool w_bf16x2 = false) {
     tp::compiler::MatmulLayer l;
     l.m = a.rows;
     l.k = k;
     l.n = n;
     l.bias = with_bias;
     l.a = a;
-    l.w = place(k, n, true, flags.w.bf16x2);
+    l.w = place(k, n, true, w_bf16x2);
     if (with_bias) l.b = place(1, n, false);
     l.c = place(a.rows, n, false);
     return l;
   };
   if (!matmul.empty()) {
     const auto s = parse_shape(matmul, 3, "--matmul");
-    auto l = layer(place(s[0], s[1], false, flags.a.bf16x2), s[1], s[2], bias);
+    tp::compiler::MatmulLayer flags;  // --bf16x2: the operands the driver would pack
+    if (bf16x2) flags = tp::compiler::prefer_bf16x2(p, tp::compiler::packed_layer(p, s[0], s[1], s[2], bias), opts);
+    auto l = layer(place(s[0], s[1], false, flags.a.bf16x2), s[1], s[2], bias, flags.w.bf16x2);
     l.relu = relu;
     return {l};
   }
