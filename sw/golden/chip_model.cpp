@@ -518,15 +518,26 @@ void ChipModel::execute(unsigned q) {
       break;
     }
     case Op::mxu_mm: {
-      std::vector<uint16_t> act(n_);
-      for (uint64_t i = 0; i < f.rows; ++i) {
-        if (switch_pending_) {
-          mxu_.switch_tile();
-          switch_pending_ = false;
+      // The tile switch comes with the first row (check() rejects rows == 0, so there is one).
+      if (switch_pending_) {
+        mxu_.switch_tile();
+        switch_pending_ = false;
+      }
+      // The rows go through the array in chunks (MxuModel::rows), with buffers allocated once
+      // per instruction; the results are written in row order, as before.
+      constexpr uint64_t kChunk = 64;
+      const uint64_t chunk = std::min(f.rows, kChunk);
+      std::vector<uint16_t> act(chunk * n_);
+      std::vector<uint32_t> res(chunk * n_);
+      for (uint64_t first = 0; first < f.rows; first += chunk) {
+        const uint64_t rows = std::min(chunk, f.rows - first);
+        for (uint64_t r = 0; r < rows; ++r) {
+          const uint32_t* src = &vmem_[(f.vaddr + first + r) * n_];
+          for (unsigned j = 0; j < n_; ++j) act[r * n_ + j] = static_cast<uint16_t>(src[j] & 0xffffu);
         }
-        const uint32_t* src = &vmem_[(f.vaddr + i) * n_];
-        for (unsigned j = 0; j < n_; ++j) act[j] = static_cast<uint16_t>(src[j] & 0xffffu);
-        mxu_.write_acc(static_cast<unsigned>(f.acc + i), mxu_.row(act), f.accumulate != 0);
+        mxu_.rows({act.data(), rows * n_}, {res.data(), rows * n_});
+        for (uint64_t r = 0; r < rows; ++r)
+          mxu_.write_acc(static_cast<unsigned>(f.acc + first + r), {&res[r * n_], n_}, f.accumulate != 0);
       }
       stats_.mxu_rows += f.rows;
       break;

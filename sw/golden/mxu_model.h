@@ -4,14 +4,27 @@
 // either overwrites its accumulator row or is added to it element-wise. A matmul larger than the
 // array is tiled by the host: K and the output columns in tiles of n (zero padded), tiles over K
 // summed in increasing order (the first overwrites, the rest accumulate).
+//
+// The kernels behind rows() (mxu_model.cpp) work on many columns at once with SIMD, but each
+// column's sum is still the sequence above, one rounding per addition, so every variant gives the
+// bits of bf16_mac applied one MAC at a time (fp.h).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace tp::golden {
+
+namespace detail {
+// 16 columns of one weight row, fp32 with denormals already flushed: the unit the kernels load.
+// 64-byte aligned (one cache line, one AVX-512 vector); std::vector honours the alignment.
+struct alignas(64) MxuWeightLine {
+  float w[16];
+};
+}  // namespace detail
 
 class MxuModel {
  public:
@@ -28,6 +41,9 @@ class MxuModel {
 
   // One activation row (n bf16) through the current tile: n fp32 column sums.
   std::vector<uint32_t> row(std::span<const uint16_t> a) const;
+  // Whole rows at once, without allocating per row: `a` holds count rows of n bf16 (row-major),
+  // `out` receives their count rows of n results. Same bits as row() on each row.
+  void rows(std::span<const uint16_t> a, std::span<uint32_t> out) const;
 
   // Write a result row to the accumulator memory (overwrite or accumulate).
   void write_acc(unsigned addr, std::span<const uint32_t> result, bool accumulate);
@@ -35,7 +51,9 @@ class MxuModel {
 
  private:
   unsigned n_, acc_rows_;
-  std::vector<uint16_t> weights_[2];
+  // The two tiles (shadow and current) as the kernels read them, converted once by load_weights:
+  // column block b (columns 16b..16b+15, zero padded) is n lines, line i at b * n + i.
+  std::vector<detail::MxuWeightLine> weights_[2];
   int current_ = 1;
   bool has_tile_ = false;
   std::vector<uint32_t> acc_;
@@ -45,5 +63,15 @@ class MxuModel {
 // B is k x ncols bf16 (row-major), C is m x ncols fp32 bit patterns.
 std::vector<uint32_t> mxu_matmul(unsigned n, unsigned m, unsigned k, unsigned ncols, std::span<const uint16_t> a,
                                  std::span<const uint16_t> b);
+
+// The arithmetic kernels behind MxuModel::rows (and so row() and mxu_matmul), all bit-identical:
+// "scalar" (one MAC at a time through fp.h, any host) and, on x86-64, "default" (the baseline
+// SSE2), "avx2" and "avx512f" (SIMD across output columns). The fastest one the host supports is
+// used unless one is selected. For tests and benchmarks; the selection is process-wide.
+std::vector<std::string_view> mxu_kernels();       // every variant built in, slowest first
+bool mxu_kernel_supported(std::string_view name);  // built in and runnable on this host
+void mxu_select_kernel(std::string_view name);     // "" = the automatic choice; throws
+                                                   // std::invalid_argument if not supported
+std::string_view mxu_kernel();                     // the variant rows() uses now
 
 }  // namespace tp::golden
