@@ -44,10 +44,13 @@ static_assert(kRtlCounters[0] == "cycles" && kRtlCounters[24] == "mxu_macs");
 Backend parse_backend(std::string_view name) {
   if (name == "rtl") return Backend::rtl;
   if (name == "golden") return Backend::golden;
-  throw DriverError(fmt::format("unknown backend '{}' (choices: rtl, golden)", name));
+  if (name == "fast") return Backend::fast;
+  throw DriverError(fmt::format("unknown backend '{}' (choices: rtl, golden, fast)", name));
 }
 
-std::string_view backend_label(Backend b) { return b == Backend::rtl ? "rtl" : "golden"; }
+std::string_view backend_label(Backend b) {
+  return b == Backend::rtl ? "rtl" : b == Backend::fast ? "fast" : "golden";
+}
 
 std::string describe(const Status& s) {
   if (s.interrupted) return fmt::format("interrupted by the user after {} cycles (not done)", s.cycles);
@@ -126,6 +129,7 @@ std::unique_ptr<Chip> Chip::open(const std::string& preset_name, Backend backend
   }
   if (factory) return factory(preset);
   if (backend == Backend::golden) return make_golden_chip(preset);
+  if (backend == Backend::fast) return make_golden_chip(preset, true);
   const auto built = registered_presets(backend);
   throw DriverError(fmt::format("no {} backend for preset '{}' in this binary (built for: {})", backend_label(backend),
                                 preset.name, built.empty() ? "none" : fmt::format("{}", fmt::join(built, ", "))));

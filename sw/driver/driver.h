@@ -29,9 +29,12 @@ class DriverError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Backend { rtl, golden };
+// rtl: a Verilated chip; golden: the golden interpreter with its dataflow estimate of the cycles;
+// fast: the golden interpreter with the fast chip model's timing, calibrated against the RTL
+// (docs/scale.md): the same bits as golden, cycles close to the RTL's.
+enum class Backend { rtl, golden, fast };
 
-// "rtl" or "golden"; anything else throws DriverError listing the choices.
+// "rtl", "golden" or "fast"; anything else throws DriverError listing the choices.
 Backend parse_backend(std::string_view);
 std::string_view backend_label(Backend);
 
@@ -126,8 +129,10 @@ using Factory = std::function<std::unique_ptr<Chip>(const Preset&)>;
 void register_backend(Backend, const std::string& preset, Factory);
 std::vector<std::string> registered_presets(Backend);
 
-// The golden backend (sw/driver/golden_chip.cpp), also what open() returns for Backend::golden.
-std::unique_ptr<Chip> make_golden_chip(const Preset&);
+// The golden backend (sw/driver/golden_chip.cpp), also what open() returns for Backend::golden,
+// and with fast the fast backend (Backend::fast). timing_only (fast only): the timing without the
+// data (golden::ChipModel::set_timing_only): for architecture sweeps, whose outputs are not defined.
+std::unique_ptr<Chip> make_golden_chip(const Preset&, bool fast = false, bool timing_only = false);
 
 // ---- Convenience: end-to-end runs checked bit-exact against a host reference ----
 

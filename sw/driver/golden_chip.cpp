@@ -1,4 +1,5 @@
-// The golden backend: the ISA interpreter (sw/golden/chip_model) behind the Chip interface.
+// The golden backend: the ISA interpreter (sw/golden/chip_model) behind the Chip interface; the
+// fast backend is the same with the fast chip model's timing (golden::make_fast_timing).
 #include <fmt/format.h>
 
 #include "chip_model.h"
@@ -11,7 +12,10 @@ namespace {
 
 class GoldenChip final : public Chip {
  public:
-  explicit GoldenChip(const Preset& p) : Chip(p), model_(p) {}
+  GoldenChip(const Preset& p, bool fast, bool timing_only) : Chip(p), model_(p), fast_(fast) {
+    if (fast) model_.set_timing(golden::make_fast_timing(p));
+    model_.set_timing_only(timing_only);
+  }
 
   void write(uint64_t beat, std::span<const uint32_t> words) override {
     if (words.size() % lanes() != 0)
@@ -68,15 +72,19 @@ class GoldenChip final : public Chip {
     return c;
   }
 
-  std::string backend_name() const override { return "golden"; }
+  std::string backend_name() const override { return fast_ ? "fast" : "golden"; }
 
  private:
   golden::ChipModel model_;
+  bool fast_ = false;
   uint64_t steps_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Chip> make_golden_chip(const Preset& p) { return std::make_unique<GoldenChip>(p); }
+std::unique_ptr<Chip> make_golden_chip(const Preset& p, bool fast, bool timing_only) {
+  if (timing_only && !fast) throw DriverError("timing-only runs are the fast backend's");
+  return std::make_unique<GoldenChip>(p, fast, timing_only);
+}
 
 }  // namespace tp::driver

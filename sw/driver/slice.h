@@ -5,7 +5,8 @@
 // and counters, per link its counters, and for the pod a deadlock report when chips wait on
 // each other forever. A single chip is a 1x1 slice: the same code.
 //
-// Backends: golden (the golden pod, sw/golden/pod_model: always there) and rtl (the SystemC pod
+// Backends: golden (the golden pod, sw/golden/pod_model: always there), fast (the golden pod with
+// the fast chip model's timing on every chip) and rtl (the SystemC pod
 // of Verilated chips, tb/pod, registered per preset by the binaries that link it). SystemC
 // cannot reset its kernel: an rtl slice is one per process.
 #pragma once
@@ -110,7 +111,8 @@ class Slice {
   void load_pod_chip(unsigned x, unsigned y, const isa::Program&);
 
   // Runs every loaded chip from reset until all are done, one fails and the rest finish or wait,
-  // the watchdog finds a deadlock, or the timeout (cycles; golden: unit steps) passes. Once.
+  // the watchdog finds a deadlock, or the timeout (cycles; golden and fast: instructions per
+  // loaded chip) passes. Once.
   virtual SliceStatus run(uint64_t timeout_cycles) = 0;
 
   // Counters of the last run per chip (pod coordinates): the chip's counters (rtl: every
@@ -161,7 +163,8 @@ using SliceFactory = std::function<std::unique_ptr<Slice>(const PodSpec&, const 
 void register_slice_backend(const std::string& preset, SliceFactory);
 std::vector<std::string> registered_slice_presets();
 
-std::unique_ptr<Slice> make_golden_slice(const PodSpec&, const SliceShape&, const SliceOptions&);
+// fast: every chip with the fast chip model's timing (Backend::fast).
+std::unique_ptr<Slice> make_golden_slice(const PodSpec&, const SliceShape&, const SliceOptions&, bool fast = false);
 
 // The slice check: inside the pod, non-empty; throws DriverError naming the slice and the pod.
 void check_slice(const PodSpec&, const SliceShape&);

@@ -26,7 +26,7 @@ ChipModel::ChipModel(const tp::Preset& p)
     : preset_(p),
       n_(p.mxu.n),
       page_beats_(std::max<uint64_t>(1, 1024 / std::max(1u, p.mxu.n))),
-      vmem_(std::size_t{p.chip.vmem_rows} * p.mxu.n, 0u),
+      vmem_(std::size_t{p.chip.vmem_rows} * p.mxu.n),
       mxu_(p.mxu.n, p.mxu.acc_rows),
       timing_(make_dataflow_timing(p)) {
   if (p.chip.queue == 0) throw std::invalid_argument("ChipModel: chip.queue must be positive");
@@ -464,7 +464,16 @@ void ChipModel::execute(unsigned q) {
       timeline_.activity("memory bytes/cycle", span.start, span.complete, double(f.rows * f.cols * 4ull * n_));
   }
 
-  switch (in.op) {
+  // Timing only: the statistics without the data (ici.send still carries its rows); the switch
+  // then moves nothing (a fence does nothing).
+  const bool data = !timing_only_ || in.op == Op::ici_send;
+  if (!data) {
+    if (in.op == Op::dma_ld) stats_.bytes_loaded += f.rows * f.cols * 4ull * n_;
+    if (in.op == Op::dma_st) stats_.bytes_stored += f.rows * f.cols * 4ull * n_;
+    if (in.op == Op::mxu_mm) stats_.mxu_rows += f.rows;
+    if (isa::unit_of(in) == isa::Unit::vec && in.op != Op::fence) stats_.vec_rows += f.rows;
+  }
+  switch (data ? in.op : Op::fence) {
     case Op::fence:
       break;
     case Op::dma_ld: {

@@ -33,6 +33,7 @@
 #include "config.h"
 #include "ici_model.h"
 #include "isa.h"
+#include "lazy_zero.h"
 #include "mxu_model.h"
 #include "trace.h"
 
@@ -108,6 +109,13 @@ class ChipModel {
   // Replaces the timing estimate (the default: make_dataflow_timing(preset)), reset to time 0;
   // call it between runs. Throws std::invalid_argument for a null model.
   void set_timing(std::unique_ptr<ChipTiming>);
+  // Timing only (the fast model's sweep mode): instructions run through the queues, the
+  // semaphores and the timing model as always, and their statistics count, but DMA, the MXU and
+  // the vector unit move no data (ici.send still carries its rows). Control flow never depends on
+  // data, so the instruction stream and the cycles are the same; VMEM, HBM and the accumulators
+  // are not defined afterwards.
+  void set_timing_only(bool on) { timing_only_ = on; }
+  bool timing_only() const { return timing_only_; }
 
   // Statistics; the names of the RTL counters where they exist. instructions: instructions the
   // front end accepted (including halt); mxu_rows: activation rows streamed by mxu.mm; vec_rows:
@@ -170,7 +178,7 @@ class ChipModel {
   unsigned n_;
   uint64_t page_beats_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> hbm_;
-  std::vector<uint32_t> vmem_;
+  LazyZeroWords vmem_;  // untouched rows cost no memory (lazy_zero.h)
   MxuModel mxu_;
 
   std::vector<isa::Word> code_;
@@ -203,6 +211,7 @@ class ChipModel {
 
   // Timing estimate.
   TimingHolder timing_;
+  bool timing_only_ = false;
   std::array<std::deque<uint64_t>, 16> tokens_;  // per semaphore: when each count arrived
   std::array<uint64_t, isa::kQueues> seq_{};     // instructions dispatched per queue
 };

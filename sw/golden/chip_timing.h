@@ -53,6 +53,8 @@ class ChipTiming {
 
 // The dataflow estimate (chip_timing.cpp has its rules).
 std::unique_ptr<ChipTiming> make_dataflow_timing(const tp::Preset&);
+// The fast chip model's timing, calibrated against the RTL (fast_timing.cpp, docs/scale.md).
+std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset&);
 
 // A ChipTiming held by value: copying it copies the model and its state (clone()), so ChipModel
 // stays copyable.

@@ -208,7 +208,7 @@ void mxu_select_kernel(std::string_view name) {
 
 std::string_view mxu_kernel() { return current_kernel().name; }
 
-MxuModel::MxuModel(unsigned n, unsigned acc_rows) : n_(n), acc_rows_(acc_rows), acc_(std::size_t{acc_rows} * n, 0u) {
+MxuModel::MxuModel(unsigned n, unsigned acc_rows) : n_(n), acc_rows_(acc_rows), acc_(std::size_t{acc_rows} * n) {
   if (n == 0 || acc_rows == 0) throw std::invalid_argument("MxuModel: n and acc_rows must be positive");
   const std::size_t lines = std::size_t{(n + kBlock - 1) / kBlock} * n;
   weights_[0].assign(lines, Line{});

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lazy_zero.h"
+
 namespace tp::golden {
 
 namespace detail {
@@ -56,7 +58,7 @@ class MxuModel {
   std::vector<detail::MxuWeightLine> weights_[2];
   int current_ = 1;
   bool has_tile_ = false;
-  std::vector<uint32_t> acc_;
+  LazyZeroWords acc_;  // untouched rows cost no memory (lazy_zero.h)
 };
 
 // Reference matmul C = A x B as the tiled MXU computes it: A is m x k bf16 (row-major),

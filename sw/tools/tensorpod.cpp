@@ -761,7 +761,7 @@ int cmd_pod(const PodOptions& o) {
     throw UsageError(
         "pod: give exactly one of --demo, --matmul MxKxN, --traffic SEED, --collective KIND:ROWS, --program FILE / "
         "--program-at");
-  if (o.backend == "golden" && !o.golden_chips.empty())
+  if ((o.backend == "golden" || o.backend == "fast") && !o.golden_chips.empty())
     throw UsageError("pod: --golden-chip picks golden chips of the rtl pod; give --backend rtl or both");
   if (!o.algorithm.empty() && o.collective.rfind("all_reduce:", 0) != 0)
     throw UsageError("pod: --algorithm goes with --collective all_reduce:ROWS");
@@ -1167,7 +1167,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--demo", run.demo, "the make sim demo: the MLP 8n x 8n x 16n x 4n for the preset's n x n MXU");
   run_cmd
       ->add_option("--backend", run.backend,
-                   "rtl, golden, or both (--matmul/--mlp: the same operands on each, results compared)")
+                   "rtl, golden, fast (the golden interpreter with the fast model's calibrated timing), or both "
+                   "(rtl and golden; --matmul/--mlp: the same operands on each, results compared)")
       ->capture_default_str();
   run_cmd->add_option("--config", run.preset, "preset (default: the program's, or the config file's default)")
       ->check(kNonEmpty);
@@ -1199,9 +1200,10 @@ int main(int argc, char** argv) {
   auto* pod_cmd = app.add_subcommand(
       "pod",
       "Run on a slice of a pod (configs/pods.json): the data-parallel matmul demo, random ICI traffic, or "
-      "programs; on the SystemC pod of Verilated chips (rtl), the golden pod, or both, compared");
+      "programs; on the SystemC pod of Verilated chips (rtl), the golden pod, the golden pod with the fast model's "
+      "timing (fast), or rtl and golden both, compared");
   pod_cmd
-      ->add_option("--pod", pod.pod,
+      ->add_option("--pod,--topology", pod.pod,
                    "pod from configs/pods.json: torus, chip preset, link latency, host boards "
                    "(default: the file's default)")
       ->check(kNonEmpty);
@@ -1211,7 +1213,7 @@ int main(int argc, char** argv) {
   pod_cmd->add_option("--host-board", pod.host_board, "override the chips per host board: BXxBY (dividing the torus)");
   pod_cmd->add_option("--slice", pod.slice, "slice shape WxH (default: the pod's first slice)");
   pod_cmd->add_option("--origin", pod.origin, "slice origin X,Y in the pod (default: the pod's first slice's)");
-  pod_cmd->add_option("--backend", pod.backend, "rtl, golden or both")->capture_default_str();
+  pod_cmd->add_option("--backend", pod.backend, "rtl, golden, fast or both (rtl and golden)")->capture_default_str();
   pod_cmd->add_flag("--demo", pod.demo,
                     "the make sim demo: C = A x W + b, 8n x 8n x 8n, the rows of A split over the slice's chips, "
                     "then every chip gathers the whole C over ICI");
@@ -1251,7 +1253,7 @@ int main(int argc, char** argv) {
       "the all-reduce's share, every step checked bit-exact against the host's mirror");
   train_cmd->add_option("--slice", train.slice, "slice shape WxH (a pod of that shape)")->capture_default_str();
   train_cmd->add_option("--config", train.preset, "the chips' preset (default: the pods' default's)")->check(kNonEmpty);
-  train_cmd->add_option("--backend", train.backend, "rtl, golden or both")->capture_default_str();
+  train_cmd->add_option("--backend", train.backend, "rtl, golden, fast or both (rtl and golden)")->capture_default_str();
   train_cmd->add_option("--steps", train.spec.steps, "SGD steps")->capture_default_str()->check(kUnsigned);
   train_cmd->add_option("--batch", train.spec.batch, "the global batch (divided over the chips)")
       ->capture_default_str()

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <random>
 #include <tuple>
 
@@ -18,6 +20,7 @@
 #include "instr_build.h"
 #include "isa.h"
 #include "matmul_shapes.h"
+#include "random_program.h"
 #include "tb_util.h"
 #include "trace_check.h"
 #include "vpu_ops.h"
@@ -382,116 +385,9 @@ TEST(Chip, HarnessesEndInAnyOrder) {
   last.expect_same(16, "a chip after both");
 }
 
-// ---- random valid programs -------------------------------------------------------------------
-//
-// A software pipeline of random iterations over double-buffered VMEM regions. Iteration i, slot
-// s = i % 2: the load queue brings a random 2D block into IN[s]; the MXU streams IN[s] through
-// one of two weight tiles into ACC[s]; the vector queue runs a random chain of operations over
-// IN[s] and ACC[s] into T[s] and U[s]; the store queue writes T[s] and U[s] out. Every reuse of a
-// buffer waits, through its own semaphore, for the queue that last read or wrote it, so the
-// program has no race while the queues overlap across iterations.
-enum Sem : unsigned { kNone = 0, kW = 1, kLdV, kLdM, kFreeInV, kFreeInM, kMmV, kFreeAcc, kVS, kFreeT };
+// ---- random valid programs (random_program.h) ----------------------------------------------
 
-struct Gen {
-  const tp::Preset& p;
-  std::mt19937_64& rng;
-  std::vector<tp::isa::Instr> code;
-  unsigned n, R, w0, in0, t0, u0, c0;
-  unsigned acc_rows_written[2] = {0, 0};
-  // HBM: random words everywhere below kOutBase; kConstBeat.. holds C, half its words zero (a
-  // mask for vsel that picks both ways); outputs from kOutBase on.
-  static constexpr uint64_t kConstBeat = 4000, kOutBase = 8192, kOutStride = 512;
-
-  Gen(const tp::Preset& pr, std::mt19937_64& r) : p(pr), rng(r), n(pr.mxu.n) {
-    R = std::min<unsigned>({p.mxu.acc_rows / 2, (p.chip.vmem_rows - 2 * n) / 7, 48});
-    w0 = 0;  // two weight tiles
-    in0 = 2 * n;
-    t0 = in0 + 2 * R;
-    u0 = t0 + 2 * R;
-    c0 = u0 + 2 * R;  // C: R constant rows, operand b and the vsel mask
-  }
-  unsigned pick(unsigned lo, unsigned hi) { return std::uniform_int_distribution<unsigned>(lo, hi)(rng); }
-  tp::isa::Instr& emit(tp::isa::Op op, unsigned wait = 0, unsigned signal = 0) {
-    code.push_back(tp::isa::Instr{op, wait, signal, {}});
-    return code.back();
-  }
-  void fence(unsigned unit, unsigned wait, unsigned signal) { emit(tp::isa::Op::fence, wait, signal).f.unit = unit; }
-  void vec(tp::isa::Op op, unsigned dst, unsigned a, unsigned b, unsigned rows, bool a_acc = false, bool bcast = false,
-           uint32_t imm = 0, unsigned wait = 0) {
-    auto& f = emit(op, wait).f;
-    f.dst = dst, f.a = a, f.b = b, f.rows = rows, f.a_acc = a_acc, f.b_bcast = bcast, f.imm = imm;
-  }
-
-  tp::isa::Program program(unsigned iters) {
-    using tp::isa::Op;
-    // C, then both weight tiles, once. The load queue completes in order, so an IN load's
-    // signal also says that C is in.
-    auto& cl = emit(Op::dma_ld).f;
-    cl.vaddr = c0, cl.haddr = kConstBeat, cl.rows = R, cl.cols = 1, cl.hstride = 1;
-    auto& wl = emit(Op::dma_ld, 0, kW).f;
-    wl.vaddr = w0, wl.haddr = 0, wl.rows = 2 * n, wl.cols = 1, wl.hstride = 1;
-    static constexpr Op kBinary[] = {Op::vadd, Op::vsub,   Op::vmul,   Op::vmax,
-                                     Op::vmin, Op::vcmplt, Op::vcmple, Op::vcmpeq};
-    static constexpr Op kUnary[] = {Op::vrelu, Op::vcvtbf, Op::vcvtf, Op::vredsum, Op::vredmax,
-                                    Op::vmov,  Op::vscale, Op::vexp,  Op::vrcp};
-    for (unsigned i = 0; i < iters; ++i) {
-      const unsigned s = i % 2, in = in0 + s * R, t = t0 + s * R, u = u0 + s * R, acc = s * R;
-      // load
-      // A quarter of the loads are packed (bf16 two per word): each beat fills two rows of IN.
-      const bool packed_ld = R >= 2 && pick(0, 3) == 0;
-      const unsigned cols = pick(1, 3), rows = std::max(1u, pick(1, packed_ld ? R / 2 : R) / cols);
-      const unsigned k = rows * cols << packed_ld;  // IN's rows
-      if (i >= 2) fence(0, kFreeInM, 0);
-      auto& ld = emit(Op::dma_ld, i >= 2 ? kFreeInV : kNone, kLdV).f;
-      ld.vaddr = in, ld.haddr = pick(0, 4000), ld.rows = rows, ld.cols = cols, ld.hstride = pick(cols, cols + 5);
-      ld.packed = packed_ld;
-      fence(0, 0, kLdM);
-      // MXU
-      {
-        auto& lw = emit(Op::mxu_lw, i == 0 ? kW : kNone).f;
-        lw.vaddr = w0 + n * pick(0, 1);
-        lw.t = pick(0, 1);  // plain or transposed
-      }
-      if (i >= 2) fence(1, kFreeAcc, 0);
-      auto& mm = emit(Op::mxu_mm, kLdM, kMmV).f;
-      mm.vaddr = in, mm.acc = acc, mm.rows = k;
-      // Accumulators start undefined: accumulate only onto rows an earlier mm wrote.
-      mm.accumulate = k <= acc_rows_written[s] && pick(0, 1);
-      acc_rows_written[s] = std::max(acc_rows_written[s], k);
-      fence(1, 0, kFreeInM);
-      // vector: T from IN, U from ACC, then a few in-place steps
-      if (i >= 2) fence(2, kFreeT, 0);
-      const Op op1 = kBinary[pick(0, std::size(kBinary) - 1)];
-      const bool bcast = pick(0, 1);
-      vec(op1, t, in, bcast ? c0 + pick(0, R - 1) : c0 + pick(0, R - k), k, false, bcast, 0, kLdV);
-      static constexpr Op kFromAcc[] = {Op::vadd, Op::vmov, Op::vexp, Op::vrcp};
-      vec(kFromAcc[pick(0, 3)], u, acc, in, k, true, true, 0, kMmV);
-      fence(2, 0, kFreeAcc);
-      for (unsigned j = pick(0, 3); j > 0; --j) {
-        const Op op = kUnary[pick(0, std::size(kUnary) - 1)];
-        const unsigned dst = pick(0, 1) ? t : u;
-        vec(op, dst, dst, 0, k, false, false, op == Op::vscale ? static_cast<uint32_t>(rng()) : 0);
-      }
-      if (pick(0, 1)) vec(Op::vsel, t, u, in, k, false, false, c0 + pick(0, R - k));  // mask: C rows
-      fence(2, 0, kFreeInV);
-      fence(2, 0, kVS);
-      // store
-      // A quarter of T's stores are packed: rows t + j and t + k/2 + j (their low halves) in one
-      // word, j < k/2 (an odd k's last row is not stored).
-      const bool packed_st = k >= 2 && pick(0, 3) == 0;
-      auto& st = emit(Op::dma_st, kVS).f;
-      st.vaddr = t, st.haddr = kOutBase + i * kOutStride, st.rows = packed_st ? k / 2 : k, st.cols = 1, st.hstride = 2;
-      st.packed = packed_st;
-      auto& st2 = emit(Op::dma_st).f;
-      st2.vaddr = u, st2.haddr = kOutBase + i * kOutStride + 1, st2.rows = k, st2.cols = 1, st2.hstride = 2;
-      fence(3, 0, kFreeT);
-    }
-    emit(Op::halt);
-    tp::isa::Program prog{p.name, tp::isa::fingerprint(p), {}};
-    for (const auto& ins : code) prog.code.push_back(tp::isa::encode(ins));
-    return prog;
-  }
-};
+using tp::tb::Gen;
 
 // The random programs' memory: random words from beat 0, and at const_beat 64 beats of
 // constants, half of them zero.
@@ -1383,6 +1279,47 @@ TEST(ChipTrace, RunsThatStopEarly) {
       EXPECT_EQ(t.slices().back().wait, c.at("load_wait")) << "the head that waited for ever";
     }
     tp::tb::expect_valid_chrome_trace({&t}, text);
+  }
+}
+
+// ---- the fast chip model against this chip (docs/scale.md) -----------------------------------
+//
+// The fast model's cycles (the golden interpreter with golden::make_fast_timing) against the
+// RTL's on compiled programs and on random ones. The bounds pin what the model reaches today:
+// compiled matmuls within 4% at every preset, random programs (whose strided loads and stores
+// make row conflicts in HBM and bank conflicts in VMEM that the model leaves out) within 40%;
+// scale.json (make bench) has the table per program.
+TEST(FastModel, TracksTheRtl) {
+  constexpr double kCompiledBound = 0.04, kRandomBound = 0.40;
+  const uint32_t n = preset().mxu.n;
+  struct Case {
+    std::string name;
+    std::function<tp::driver::MatmulRun(tp::driver::Chip&)> run;
+    double bound;
+  };
+  const std::vector<Case> cases = {
+      {"matmul 4n^3",
+       [n](tp::driver::Chip& c) {
+         return tp::driver::run_matmul(c, {4 * n, 4 * n, 4 * n, false, false, tp::compiler::Form::loops}, 1);
+       },
+       kCompiledBound},
+      {"matmul (3n+1)x(2n+3)x(n+5) bias relu",
+       [n](tp::driver::Chip& c) {
+         return tp::driver::run_matmul(c, {3 * n + 1, 2 * n + 3, n + 5, true, true}, 1);
+       },
+       kCompiledBound},
+      {"random program (seed 1)", [](tp::driver::Chip& c) { return tp::tb::run_random_program(c, 1); }, kRandomBound},
+      {"random program (seed 2)", [](tp::driver::Chip& c) { return tp::tb::run_random_program(c, 2); }, kRandomBound},
+  };
+  for (const auto& c : cases) {
+    const auto r = c.run(*tp::driver::Chip::open(TP_PRESET, tp::driver::Backend::rtl));
+    const auto f = c.run(*tp::driver::Chip::open(TP_PRESET, tp::driver::Backend::fast));
+    ASSERT_TRUE(r.pass && f.pass) << c.name << ": rtl " << tp::driver::describe(r.status) << ", fast "
+                                  << tp::driver::describe(f.status);
+    const double err = (double(f.cycles) - double(r.cycles)) / double(r.cycles);
+    std::printf("  %-40s rtl %8llu fast %8llu error %+6.2f%%\n", c.name.c_str(), (unsigned long long)r.cycles,
+                (unsigned long long)f.cycles, 100 * err);
+    EXPECT_LE(std::abs(err), c.bound) << c.name << ": rtl " << r.cycles << " cycles, fast " << f.cycles;
   }
 }
 

@@ -39,6 +39,13 @@ add_executable(chip_bench chip/chip_bench.cpp)
 target_compile_options(chip_bench PRIVATE ${TP_WARNINGS})
 target_link_libraries(chip_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver tp_energy CLI11::CLI11 nlohmann_json::nlohmann_json)
 
+# make bench: the fast chip model against the Verilated chip, and full-size pods on it
+# (build/reports/scale.json, docs/scale.md).
+add_executable(scale_bench chip/scale_bench.cpp)
+target_include_directories(scale_bench PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)
+target_compile_options(scale_bench PRIVATE ${TP_WARNINGS})
+target_link_libraries(scale_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI11 nlohmann_json::nlohmann_json)
+
 # The pod tests: RTL pods of tiny chips against the golden pod, one pod per process (SystemC).
 add_executable(test_pod pod/test_pod.cpp)
 target_include_directories(test_pod PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/pod)

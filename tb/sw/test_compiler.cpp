@@ -9,9 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "collectives.h"
 #include "compiler.h"
 #include "driver.h"
 #include "matmul_shapes.h"
+#include "slice.h"
 #include "tb_util.h"
 
 namespace {
@@ -556,6 +558,64 @@ TEST(Driver, TimeoutAndChipErrors) {
   s = chip->run(3);
   EXPECT_TRUE(s.timed_out);
   EXPECT_FALSE(s.ok());
+}
+
+// ---- The fast backend (docs/scale.md) ---------------------------------------------------------
+//
+// The golden interpreter with the fast model's timing: the golden backend's bits, its own cycles;
+// in timing-only mode the same cycles and statistics without the data.
+TEST(FastBackend, GoldenBitsAndTimingOnlyCycles) {
+  for (const std::string preset : {"tiny", "small", "odd", "v2"}) {
+    const tp::Preset p = tp::load_preset(preset);
+    const uint32_t n = p.mxu.n;
+    for (const bool mlp : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", preset, mlp ? "mlp" : "matmul"));
+      const auto run = [&](Chip& c) {
+        return mlp ? tp::driver::run_mlp(c, {4 * n, 2 * n, 3 * n, n}, 7)
+                   : tp::driver::run_matmul(c, {3 * n + 1, 2 * n + 3, n + 5, true, true}, 7);
+      };
+      const auto g = run(*Chip::open(preset, Backend::golden));
+      const auto f = run(*Chip::open(preset, Backend::fast));
+      const auto t = run(*tp::driver::make_golden_chip(p, true, true));
+      ASSERT_TRUE(g.pass);
+      ASSERT_TRUE(f.pass) << f.what << ": " << tp::driver::describe(f.status);
+      EXPECT_EQ(f.output, g.output);
+      ASSERT_TRUE(t.status.ok());
+      EXPECT_EQ(t.cycles, f.cycles);
+      for (const char* k : {"bytes_loaded", "bytes_stored", "mxu_rows", "instructions", "vec_rows"})
+        EXPECT_EQ(t.counters.at(k), f.counters.at(k)) << k;
+      EXPECT_GT(f.cycles, 0u);
+    }
+  }
+}
+
+TEST(FastBackend, NamesAndErrors) {
+  EXPECT_EQ(tp::driver::parse_backend("fast"), Backend::fast);
+  EXPECT_EQ(tp::driver::backend_label(Backend::fast), "fast");
+  EXPECT_EQ(Chip::open("tiny", Backend::fast)->backend_name(), "fast");
+  EXPECT_EQ(Chip::open("tiny", Backend::golden)->backend_name(), "golden");
+  EXPECT_THROW((void)tp::driver::make_golden_chip(tp::load_preset("tiny"), false, true), DriverError);
+  try {
+    (void)tp::driver::parse_backend("quick");
+    ADD_FAILURE() << "parse_backend(\"quick\") did not throw";
+  } catch (const DriverError& e) {
+    EXPECT_NE(std::string(e.what()).find("rtl, golden, fast"), std::string::npos) << e.what();
+  }
+}
+
+// A pod on the fast backend: the golden pod's bits, every chip with the fast model's timing.
+TEST(FastBackend, PodMatchesTheGoldenPod) {
+  const auto pod = tp::driver::torus_pod(tp::load_preset("tiny"), 2, 2);
+  const tp::driver::SliceShape all{0, 0, 2, 2};
+  auto g = tp::driver::Slice::open(pod, all, Backend::golden);
+  auto f = tp::driver::Slice::open(pod, all, Backend::fast);
+  EXPECT_EQ(f->backend_name(), "fast");
+  const auto rg = tp::driver::run_collective(*g, tp::driver::Collective::all_reduce, 64, 3);
+  const auto rf = tp::driver::run_collective(*f, tp::driver::Collective::all_reduce, 64, 3);
+  ASSERT_TRUE(rg.pass) << rg.status.report;
+  ASSERT_TRUE(rf.pass) << rf.status.report;
+  EXPECT_EQ(rf.outputs, rg.outputs);
+  EXPECT_GT(rf.status.cycles, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,493 @@
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "chip_timing.h"
+
+// The fast chip model's timing (docs/scale.md, "The fast chip model"): the dataflow estimate's
+// structure (chip_timing.cpp) with the RTL's resources that the estimate leaves out:
+//  - the queues: an instruction leaves its queue (freeing the slot the front end waits for) when
+//    it starts, not when it completes;
+//  - the memory port: one request a cycle for the load and the store DMA, the loads first (the
+//    arbiter alternates; see request());
+//  - the load DMA: its beats requested one a cycle as the port takes them, the next load's
+//    following while the data still arrive (four loads in flight, tp_dma_ld), its rows written
+//    into VMEM one a cycle (a packed beat is two);
+//  - the store DMA: one store at a time, a beat a cycle (every other cycle packed), complete when
+//    the last is acknowledged (the memory model's latency, or on HBM when it is queued);
+//  - behind the port the memory model's fixed latency, or the HBM model (HbmModel): the address
+//    map, open rows, tRP/tRCD/tRRD/tFAW, CL, the data buses, the queues, postponed refresh,
+//    and the writes drained in batches;
+//  - the MXU and fences as the dataflow estimate; the vector unit S rows a cycle, or with operand
+//    a from the accumulators S + 1 cycles per group of S (their one read port);
+//  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), and per hop the router's
+//    pipeline on top of the link latency.
+// The interpreter runs each queue's instructions atomically in an order of its own, not in time
+// order, so the shared resources (the port, the data buses) are calendars of busy intervals that
+// a later-placed stream fills around an earlier one. Left out: VMEM bank conflicts between the
+// units, the write drains' row conflicts with the reads, and the routers' contention
+// (docs/scale.md has the calibration table and what each of these costs).
+
+namespace tp::golden {
+
+namespace {
+
+using isa::Op;
+
+constexpr unsigned kMxu = static_cast<unsigned>(isa::Unit::mxu);
+constexpr uint64_t kTick = 64;  // calendar ticks per cycle: the data path's beat time may be fractional
+
+// Busy intervals of one resource, in ticks; book() places `count` slots of `len` ticks each at or
+// after `from`, in the earliest gaps, and returns the first slot's start and the last one's end.
+class Calendar {
+ public:
+  void clear() { busy_.clear(); }
+
+  std::pair<uint64_t, uint64_t> book(uint64_t from, uint64_t count, uint64_t len) {
+    uint64_t first = 0, end = from;
+    bool have_first = false;
+    uint64_t t = from;
+    while (count > 0) {
+      // The interval that contains t or the next one after it.
+      auto it = busy_.upper_bound(t);
+      if (it != busy_.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second > t) {
+          t = prev->second;
+          continue;
+        }
+      }
+      const uint64_t gap_end = it == busy_.end() ? UINT64_MAX : it->first;
+      const uint64_t fit = std::min<uint64_t>(count, (gap_end - t) / len);
+      if (fit == 0) {
+        t = it->second;
+        continue;
+      }
+      if (!have_first) first = t, have_first = true;
+      end = t + fit * len;
+      insert(t, end);
+      count -= fit;
+      t = end;
+    }
+    return {have_first ? first : from, end};
+  }
+
+  // Forget what ends before t (no booking will start before it).
+  void prune(uint64_t t) {
+    while (!busy_.empty() && busy_.begin()->second <= t) busy_.erase(busy_.begin());
+  }
+
+ private:
+  void insert(uint64_t s, uint64_t e) {
+    // Merge with neighbours that touch.
+    auto next = busy_.lower_bound(s);
+    if (next != busy_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->second == s) {
+        s = prev->first;
+        busy_.erase(prev);
+      }
+    }
+    next = busy_.find(e);
+    if (next != busy_.end()) {
+      e = next->second;
+      busy_.erase(next);
+    }
+    busy_[s] = e;
+  }
+
+  std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint
+};
+
+// The chip's HBM behind its port (tp_mem_hbm, one tp_hbm_ctrl per pseudo-channel), per 32-byte
+// burst: the port's address map (pseudo-channel, bank, row, column), each bank's open row (a
+// row hit needs only its CAS; a miss a precharge, tRP, an activate within tRRD and tFAW of the
+// others, and tRCD), CL or CWL to the data, and each pseudo-channel's data bus booked for
+// burst_cycles per burst, and all-bank refresh as the controller postpones it (refresh()).
+// Reads come back in request order.
+class HbmModel {
+ public:
+  explicit HbmModel(const tp::Preset& p) : h_(p.chip.hbm), n_(p.mxu.n) {
+    nc_ = h_.channels * h_.pseudo_channels;
+    cb_ = static_cast<unsigned>(std::bit_width(nc_ - 1));
+    nb_ = h_.bank_groups * h_.banks_per_group;
+    bw_ = static_cast<unsigned>(std::bit_width(nb_ - 1));
+    cw_ = static_cast<unsigned>(std::bit_width(h_.columns - 1));
+    trefi_ = std::max(1u, h_.timing.trefi);
+    reset();
+  }
+
+  void reset() {
+    pcs_.assign(nc_, Pc{});
+    for (auto& c : pcs_) {
+      c.banks.assign(nb_, Bank{});
+      c.rq.assign(h_.queue + kPartQueue, 0);
+      if (h_.write_queue > 0) c.wq.assign(h_.write_queue + kPartQueue, 0);
+    }
+    last_ready_ = 0;
+  }
+
+  // A read of beat `beat` offered to the port at cycle t: when the port took it (its bursts'
+  // queues had room) and when its data have all come back.
+  std::pair<uint64_t, uint64_t> read(uint64_t t, uint64_t beat) {
+    accepted_ = t;
+    uint64_t done = 0;
+    const uint64_t bursts = n_ / 8;
+    for (uint64_t k = 0; k < bursts; ++k) done = std::max(done, burst(t, beat * bursts + k, false));
+    last_ready_ = std::max(last_ready_, done);  // the reorder buffer: in request order
+    return {accepted_, last_ready_};
+  }
+  // A write (posted: acknowledged when queued); its bursts take the bank and the bus. Returns when
+  // the port took it.
+  uint64_t write(uint64_t t, uint64_t beat) {
+    accepted_ = t;
+    const uint64_t bursts = n_ / 8;
+    for (uint64_t k = 0; k < bursts; ++k) (void)burst(t, beat * bursts + k, true);
+    return accepted_;
+  }
+  void prune(uint64_t t) {
+    for (auto& c : pcs_) c.bus.prune(t * kTick);
+  }
+
+ private:
+  struct Bank {
+    int64_t row = -1;     // open row, -1: closed
+    uint64_t cas_ok = 0;  // the next CAS (tCCD after the last)
+    uint64_t act_ok = 0;  // the next ACT (tRC after the last)
+    uint64_t last_cas = 0;
+  };
+  struct Pc {
+    std::vector<Bank> banks;
+    Calendar bus;                    // ticks
+    std::array<uint64_t, 4> acts{};  // the last four ACTs (tFAW)
+    unsigned act_i = 0;
+    uint64_t last_act = 0;
+    bool any_act = false;
+    uint64_t busy_until = 0;       // the last data or refresh
+    uint64_t refreshed = 0;        // all-bank refreshes taken
+    std::vector<uint64_t> rq, wq;  // queue entries (reads and writes, or all in rq): when each frees
+    uint64_t rq_i = 0, wq_i = 0;
+    uint64_t write_debt = 0;  // data-bus cycles of queued writes not yet drained
+  };
+
+  // One burst (the port's burst number) entering its controller at t: when its data are done.
+  uint64_t burst(uint64_t t, uint64_t b, bool write) {
+    unsigned pc = 0;
+    uint64_t laddr = b;
+    if (nc_ > 1) {
+      const uint64_t blk = b >> 3;
+      for (unsigned k = 0; k < 64; k += cb_) pc ^= static_cast<unsigned>((blk >> k) & (nc_ - 1));
+      laddr = ((blk >> cb_) << 3) | (b & 7);
+    }
+    unsigned bank = 0;
+    if (h_.bank_interleave)
+      bank = static_cast<unsigned>(laddr & (nb_ - 1));
+    else
+      bank = static_cast<unsigned>((laddr >> cw_) & (nb_ - 1));
+    const auto row = static_cast<int64_t>(laddr >> (bw_ + cw_));
+    Pc& c = pcs_[pc];
+    Bank& k = c.banks[bank];
+    const auto& tm = h_.timing;
+    // A queue entry: the part queue's and the controller's, freed when the burst's CAS issues.
+    auto& entries = write && !c.wq.empty() ? c.wq : c.rq;
+    uint64_t& slot = entries[(write ? c.wq_i : c.rq_i)++ % entries.size()];
+    const uint64_t arrive = std::max(t + kCtrlDelay, slot);
+    accepted_ = std::max(accepted_, arrive - kCtrlDelay);
+    refresh(c, arrive);
+    if (write) {
+      // Posted, and drained by the controller in batches once write_hi are queued, down to
+      // write_lo (docs/hbm.md): the data bus's time they take is a debt the idle gaps pay; a
+      // full batch takes the bus from the reads.
+      c.write_debt += 2;
+      if (c.write_debt >= 2ull * h_.write_hi) {
+        const uint64_t drain = c.write_debt - 2ull * h_.write_lo;
+        (void)c.bus.book(arrive * kTick, 1, drain * kTick);
+        c.busy_until = std::max(c.busy_until, arrive + drain);
+        c.write_debt -= drain;
+      }
+      slot = arrive;
+      return arrive;
+    }
+    if (arrive > c.busy_until) c.write_debt -= std::min(c.write_debt, arrive - c.busy_until);
+    uint64_t cas = std::max(arrive, k.cas_ok);
+    if (k.row != row) {
+      uint64_t act = std::max(arrive, k.act_ok);
+      if (k.row >= 0) act = std::max(act, std::max(arrive, k.last_cas + tm.trtp) + tm.trp);
+      if (c.any_act) act = std::max({act, c.last_act + tm.trrd_s, c.acts[c.act_i] + tm.tfaw});
+      c.acts[c.act_i] = act;
+      c.act_i = (c.act_i + 1) % static_cast<unsigned>(c.acts.size());
+      c.last_act = act;
+      c.any_act = true;
+      k.row = row;
+      k.act_ok = act + tm.trc;
+      cas = act + tm.trcd;
+    }
+    const uint64_t lat = write ? tm.cwl : tm.cl;
+    const auto [first, end] = c.bus.book((cas + lat) * kTick, 1, 2 * kTick);
+    const uint64_t data = (first + kTick - 1) / kTick, done = (end + kTick - 1) / kTick;
+    k.last_cas = data - lat;
+    k.cas_ok = k.last_cas + tm.tccd_l;
+    slot = k.last_cas + 1;
+    c.busy_until = std::max(c.busy_until, done);
+    return done;
+  }
+
+  // All-bank refresh (docs/hbm.md): one due every tREFI, postponed while requests wait, taken
+  // when the pseudo-channel is idle (a request arrives after the last one's data), forced once
+  // MaxPostpone are due; it closes every bank for tRFC. Single-bank refresh takes a bank no
+  // request wants, so the streams do not see it: not modelled.
+  void refresh(Pc& c, uint64_t arrive) {
+    if (h_.per_bank_refresh) return;
+    const uint64_t due = arrive / trefi_;
+    if (due <= c.refreshed) return;
+    const uint64_t idle_from = std::max(c.busy_until, (c.refreshed + 1) * trefi_);
+    const bool fits = idle_from + h_.timing.trfc <= arrive, forced = due - c.refreshed >= kMaxPostpone;
+    if (!fits && !forced) return;
+    const uint64_t start = fits ? idle_from : arrive;
+    const uint64_t end = start + h_.timing.trfc;
+    ++c.refreshed;
+    for (auto& k : c.banks) {
+      k.row = -1;
+      k.act_ok = std::max(k.act_ok, end);
+      k.cas_ok = std::max(k.cas_ok, end);
+    }
+    c.busy_until = std::max(c.busy_until, end);
+  }
+
+  static constexpr uint64_t kCtrlDelay = 2;
+  static constexpr uint64_t kMaxPostpone = 8;
+  static constexpr unsigned kPartQueue =
+      4;  // tp_mem_hbm's queue of parts per pseudo-channel  // the port's part queue and the controller's queue
+
+  tp::HbmConfig h_;
+  unsigned n_, nc_ = 1, cb_ = 0, nb_ = 1, bw_ = 0, cw_ = 0;
+  uint64_t trefi_ = 1;
+  std::vector<Pc> pcs_;
+  uint64_t last_ready_ = 0;
+  uint64_t accepted_ = 0;  // the access being placed: when its last burst found a queue entry
+};
+
+class FastTiming final : public ChipTiming {
+ public:
+  explicit FastTiming(const tp::Preset& p) : k_(fast_constants(p)) {
+    if (p.chip.memory == "hbm") hbm_.emplace(p);
+    n_ = p.mxu.n;
+    depth_ = p.chip.queue;
+    sublanes_ = p.chip.sublanes;
+    body_flits_ = (32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits);
+    link_latency_ = p.ici.link_latency;
+    reset();
+  }
+
+  std::unique_ptr<ChipTiming> clone() const override { return std::make_unique<FastTiming>(*this); }
+
+  void reset() override {
+    for (auto& s : slot_free_) s.assign(depth_, 0);
+    for (auto& d : pending_) d.clear();
+    unit_free_.fill(0);
+    queue_done_.fill(0);
+    engine_free_.fill(0);
+    ld_done_.fill(0);
+    front_t_ = 0;
+    mxu_handoff_ = loader_free_ = streamer_free_ = last_mm_start_ = lw_done_ = 0;
+    ld_req_free_ = ld_last_done_ = st_free_ = 0;
+    switch_pending_ = false;
+    port_.clear();
+    ld_port_.clear();
+    if (hbm_) hbm_->reset();
+  }
+
+  uint64_t dispatch(unsigned q, uint64_t seq) override {
+    const uint64_t slot = seq >= depth_ ? slot_free_[q][seq % depth_] : 0;
+    front_t_ = std::max(front_t_ + 1, slot);
+    pending_[q].push_back(front_t_);
+    return front_t_;
+  }
+
+  void halt() override { front_t_ += 1; }
+  void scalar(bool paired) override { front_t_ += paired ? 0 : 1; }
+
+  TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready, unsigned engine) override {
+    if (!pending_[q].empty()) pending_[q].pop_front();
+    prune();
+    const isa::Fields& f = in.f;
+    uint64_t start = 0, complete = 0;
+    ready += k_.start_delay;
+    switch (in.op) {
+      case Op::fence:
+        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_handoff_ : unit_free_[q]});
+        complete = start;
+        if (q == kMxu)
+          mxu_handoff_ = start;
+        else
+          unit_free_[q] = complete;
+        break;
+      case Op::dma_ld: {
+        const uint64_t beats = uint64_t{f.rows} * f.cols, per_beat = 1ull << f.packed;
+        // The descriptor FIFO holds four loads: the fifth waits for the first's completion.
+        start = std::max({ready, ld_req_free_, ld_done_[seq % ld_done_.size()]});
+        uint64_t t = start + k_.ld_req_delay, written = ld_last_done_;
+        for (uint64_t i = 0; i < beats; ++i) {
+          uint64_t req = request(t, true);
+          const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
+          uint64_t data = req + k_.mem_latency;
+          if (hbm_) std::tie(req, data) = hbm_->read(req, beat);
+          data += k_.rd_pipe;
+          written = std::max(written + per_beat, data + per_beat - 1);  // a row a cycle into VMEM
+          t = req + 1;
+        }
+        ld_req_free_ = t;
+        complete = written;
+        ld_last_done_ = complete;
+        ld_done_[seq % ld_done_.size()] = complete;
+        unit_free_[q] = start;  // the next load's requests follow this one's
+        break;
+      }
+      case Op::dma_st: {
+        const uint64_t beats = uint64_t{f.rows} * f.cols;
+        start = std::max(ready, st_free_);
+        // The VMEM reads run ahead; a packed beat needs two rows, so a beat every other cycle.
+        uint64_t t = start + k_.st_req_delay, acked = start;
+        for (uint64_t i = 0; i < beats; ++i) {
+          uint64_t req = request(t, false);
+          const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
+          if (hbm_) req = hbm_->write(req, beat);
+          acked = std::max(acked, req + k_.wr_ack);
+          t = req + (f.packed ? 2 : 1);
+        }
+        complete = acked;
+        st_free_ = complete;
+        unit_free_[q] = complete;
+        break;
+      }
+      case Op::mxu_lw:
+        start = std::max({ready, mxu_handoff_, loader_free_, last_mm_start_});
+        complete = start + n_ + k_.lw_extra;
+        loader_free_ = complete;
+        lw_done_ = complete;
+        mxu_handoff_ = start;
+        switch_pending_ = true;
+        break;
+      case Op::mxu_mm:
+        start = std::max({ready, mxu_handoff_, streamer_free_});
+        if (switch_pending_) start = std::max(start, lw_done_);
+        switch_pending_ = false;
+        streamer_free_ = start + f.rows;
+        complete = start + f.rows + k_.mm_drain;
+        mxu_handoff_ = start;
+        last_mm_start_ = start;
+        break;
+      case Op::ici_send: {
+        uint64_t& e = engine_free_.at(engine);
+        start = std::max({ready, e, unit_free_[q]});
+        complete = start + send_flits(f.rows) + k_.send_extra;
+        e = complete;
+        unit_free_[q] = start + k_.send_issue;
+        queue_done_[q] = std::max(queue_done_[q], complete);
+        slot_free_[q][seq % depth_] = start + k_.slot_delay;  // it left its queue when it started
+        return {start, complete};
+      }
+      default: {  // vector
+        // S rows a cycle; operand a from the accumulators comes one row a cycle through their
+        // read port and is gathered into groups of S, a group going through the lanes in the
+        // cycle after its last row (S + 1 cycles a group).
+        const uint64_t groups = (f.rows + sublanes_ - 1) / sublanes_;
+        start = std::max(ready, unit_free_[q]);
+        complete = start + (f.a_acc ? groups * (sublanes_ + 1) : groups) + k_.vec_extra + (isa::latency(in.op) - 1);
+        unit_free_[q] = complete;
+        break;
+      }
+    }
+    complete = std::max(complete, queue_done_[q]);
+    queue_done_[q] = complete;
+    slot_free_[q][seq % depth_] = start + k_.slot_delay;
+    return {start, complete};
+  }
+
+  uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const override {
+    return span.complete + uint64_t{hops} * (link_latency_ + k_.hop_extra) + k_.arrive_extra;
+  }
+
+  uint64_t front_time() const override { return front_t_; }
+
+ private:
+  // The calibrated constants (docs/scale.md has how each was measured).
+  struct Constants {
+    unsigned mem_latency = 0;  // the memory model's read latency (chip.mem_latency)
+    unsigned rd_pipe = 0;      // the port's and the load DMA's pipeline on top of the memory's
+    unsigned wr_ack = 0;       // a store's request to its acknowledgement
+    unsigned ld_req_delay = 0, st_req_delay = 0;
+    unsigned start_delay = 0;  // dispatch or a semaphore count to the unit's start
+    unsigned slot_delay = 0;   // a queue entry's start to its slot taking the next instruction
+    unsigned lw_extra = 0, mm_drain = 0, vec_extra = 4;
+    unsigned send_extra = 0, send_issue = 0, hop_extra = 0, arrive_extra = 0;
+  };
+
+  static Constants fast_constants(const tp::Preset& p) {
+    Constants k;
+    k.mem_latency = p.chip.mem_latency;
+    k.rd_pipe = 2;
+    k.wr_ack = p.chip.memory == "hbm" ? 4 : p.chip.mem_latency + 2;
+    k.ld_req_delay = 1;
+    k.st_req_delay = 2;
+    k.start_delay = 1;
+    k.mm_drain = 2 * p.mxu.n + 2;
+    k.hop_extra = 2;
+    return k;
+  }
+
+  // A request enters the port (one a cycle, loads and stores alike) at or after cycle t. The
+  // port's arbiter alternates between the DMAs when both wait; the model gives the loads
+  // their cycles first (the store's beats take the cycles the loads leave), since the queues'
+  // instructions are placed in an order of their own and a load's latency is what a program waits on.
+  uint64_t request(uint64_t t, bool load) {
+    if (load) {
+      const uint64_t c = ld_port_.book(t * kTick, 1, kTick).first;
+      (void)port_.book(c, 1, kTick);
+      return c / kTick;
+    }
+    return port_.book(t * kTick, 1, kTick).first / kTick;
+  }
+
+  uint64_t send_flits(uint64_t rows) const { return rows * body_flits_ + (rows + 3) / 4; }
+
+  // No booking starts before the oldest instruction still queued was dispatched.
+  void prune() {
+    uint64_t t = front_t_;
+    for (const auto& d : pending_)
+      if (!d.empty()) t = std::min(t, d.front());
+    port_.prune(t * kTick);
+    ld_port_.prune(t * kTick);
+    if (hbm_) hbm_->prune(t);
+  }
+
+  Constants k_;
+  unsigned n_ = 0, depth_ = 0, sublanes_ = 0;
+  uint64_t body_flits_ = 0, link_latency_ = 0;
+
+  std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;
+  std::array<std::deque<uint64_t>, isa::kQueues> pending_;  // dispatch times of queued instructions
+  std::array<uint64_t, isa::kQueues> unit_free_{};
+  std::array<uint64_t, isa::kQueues> queue_done_{};
+  std::array<uint64_t, 4> engine_free_{};
+  std::array<uint64_t, 4> ld_done_{};  // completions of the last four loads, by seq % 4
+  uint64_t front_t_ = 0;
+  uint64_t mxu_handoff_ = 0, loader_free_ = 0, streamer_free_ = 0, last_mm_start_ = 0, lw_done_ = 0;
+  uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_free_ = 0;
+  bool switch_pending_ = false;
+  Calendar port_;                // the memory port's request slots (ticks), loads' and stores'
+  Calendar ld_port_;             // the loads' alone
+  std::optional<HbmModel> hbm_;  // behind the port on an HBM preset
+};
+
+}  // namespace
+
+std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset& p) { return std::make_unique<FastTiming>(p); }
+
+}  // namespace tp::golden

@@ -1,0 +1,232 @@
+// make bench: the fast chip model against the Verilated chip, and full-size pods on it
+// (build/reports/scale.json, docs/scale.md).
+//
+// --part chip: for each preset with an RTL backend in this binary, the calibration programs (the
+// compiled matmuls and MLP of chip.json's sizes, and random chip programs) run on the Verilated
+// chip, on the fast model with data and on the fast model in timing-only mode, each from a fresh
+// chip; a `calibration` entry per program gives both cycle counts and the relative error (and the
+// golden backend's dataflow estimate and its error, for comparison), a
+// `speed` entry the simulated cycles per second of the three (wall time of Chip::run alone, in
+// one process, so the ratios are measured in one run). Every RTL and fast run is checked
+// bit-exact against the host reference.
+//
+// --part pod: one pod of configs/pods.json (v2-pod, v3-pod) on the fast backend: an all-reduce of
+// --rows rows per chip and the data-parallel matmul, each checked bit-exact; a `pods` entry each
+// with the wall time, the process's peak resident memory (one pod per process, so the peak is the
+// pod's) and per chip, and the pod's cycles.
+//
+// Each run appends its entries to the report (one pod per process).
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "collectives.h"
+#include "compiler.h"
+#include "driver.h"
+#include "pod_programs.h"
+#include "random_program.h"
+#include "slice.h"
+
+namespace {
+
+using json = nlohmann::json;
+using tp::driver::Backend;
+using tp::driver::Chip;
+
+void append(const std::string& path, const std::string& section, const json& entry) {
+  json report = {{"benchmark", "scale"}};
+  if (std::filesystem::exists(path)) {
+    std::ifstream in(path);
+    report = json::parse(in);
+  }
+  report[section].push_back(entry);
+  std::ofstream out(path);
+  out << report.dump(2) << "\n";
+}
+
+uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+// One calibration program: how to run it on a chip, its name.
+struct Program {
+  std::string name;
+  std::function<tp::driver::MatmulRun(Chip&)> run;
+};
+
+std::vector<Program> chip_programs(const tp::Preset& p, const std::vector<uint32_t>& sizes, unsigned random_programs,
+                                   uint64_t seed) {
+  const uint32_t n = p.mxu.n;
+  const uint32_t big = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<Program> progs;
+  for (const uint32_t mult : sizes) {
+    const uint32_t s = mult * n;
+    progs.push_back({fmt::format("matmul {0}x{0}x{0}", s), [s](Chip& c) {
+                       return tp::driver::run_matmul(c, {s, s, s, false, false, tp::compiler::Form::loops}, 1);
+                     }});
+  }
+  progs.push_back({fmt::format("matmul {0}x{0}x{0} bf16x2", big * n), [n, big](Chip& c) {
+                     tp::driver::MatmulSpec spec{big * n, big * n, big * n, false, false, tp::compiler::Form::loops};
+                     spec.bf16x2 = true;
+                     return tp::driver::run_matmul(c, spec, 1);
+                   }});
+  progs.push_back({fmt::format("matmul {}x{}x{} bias relu", 3 * n + 1, 2 * n + 3, n + 5), [n](Chip& c) {
+                     return tp::driver::run_matmul(c, {3 * n + 1, 2 * n + 3, n + 5, true, true}, 1);
+                   }});
+  progs.push_back({fmt::format("mlp {}x{}x{}x{}", big * n, big * n, 2 * big * n, big * n / 2), [n, big](Chip& c) {
+                     return tp::driver::run_mlp(c, {big * n, big * n, 2 * big * n, big * n / 2}, 1);
+                   }});
+  for (unsigned i = 0; i < random_programs; ++i)
+    progs.push_back({fmt::format("random program {} (seed {})", i, seed + i),
+                     [s = seed + i](Chip& c) { return tp::tb::run_random_program(c, s); }});
+  return progs;
+}
+
+int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_t>& sizes, unsigned random_programs,
+              uint64_t seed, const std::string& out) {
+  bool ok = true;
+  for (const auto& name : presets) {
+    const tp::Preset p = tp::load_preset(name);
+    for (const auto& prog : chip_programs(p, sizes, random_programs, seed)) {
+      auto rtl = Chip::open(name, Backend::rtl);
+      const auto r = prog.run(*rtl);
+      auto fast = Chip::open(name, Backend::fast);
+      const auto f = prog.run(*fast);
+      const auto t = prog.run(*tp::driver::make_golden_chip(p, true, true));
+      const auto g = prog.run(*Chip::open(name, Backend::golden));  // the dataflow estimate, for comparison
+      if (!r.pass || !f.pass || !t.status.ok()) {
+        fmt::print(stderr, "scale_bench: {} on {}: rtl {}, fast {}, timing-only {}\n", prog.name, name,
+                   r.pass ? "pass" : "FAIL", f.pass ? "pass" : "FAIL", tp::driver::describe(t.status));
+        ok = false;
+        continue;
+      }
+      const double err = (double(f.cycles) - double(r.cycles)) / double(r.cycles);
+      const auto per_s = [](const tp::driver::MatmulRun& m) {
+        return m.run_seconds > 0 ? double(m.cycles) / m.run_seconds : 0.0;
+      };
+      fmt::print(
+          "{:<12} {:<40} rtl {:>9} fast {:>9} error {:+6.2f}%   cycles/s: rtl {:.3g} fast {:.3g} timing-only {:.3g}\n",
+          name, prog.name, r.cycles, f.cycles, 100 * err, per_s(r), per_s(f), per_s(t));
+      append(out, "calibration",
+             {{"program", prog.name},
+              {"preset", name},
+              {"rtl_cycles", r.cycles},
+              {"fast_cycles", f.cycles},
+              {"error", err},
+              {"golden_cycles", g.cycles},
+              {"golden_error", (double(g.cycles) - double(r.cycles)) / double(r.cycles)}});
+      append(out, "speed",
+             {{"program", prog.name},
+              {"preset", name},
+              {"cycles", r.cycles},
+              {"rtl_cycles_per_s", per_s(r)},
+              {"fast_cycles_per_s", per_s(f)},
+              {"timing_only_cycles_per_s", per_s(t)},
+              {"fast_speedup", per_s(r) > 0 ? per_s(f) / per_s(r) : 0.0},
+              {"timing_only_speedup", per_s(r) > 0 ? per_s(t) / per_s(r) : 0.0}});
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+int part_pod(const std::string& topology, uint32_t rows, uint32_t block_rows, const std::string& out) {
+  const auto pod = tp::driver::pod_spec(tp::load_pod(topology));
+  const tp::driver::SliceShape all{0, 0, pod.kx, pod.ky};
+  const unsigned chips = pod.kx * pod.ky;
+  bool ok = true;
+  const auto report = [&](const std::string& scenario, const tp::driver::SliceStatus& st, bool pass, double wall,
+                          uint64_t bytes) {
+    const uint64_t rss = peak_rss_bytes();
+    fmt::print("{} ({} chips, fast): {}: {} in {} pod cycles, {:.1f} s, peak RSS {:.2f} GiB ({:.1f} MiB a chip)\n",
+               topology, chips, scenario, pass ? "pass" : "FAIL", st.cycles, wall, double(rss) / (1 << 30),
+               double(rss) / chips / (1 << 20));
+    append(out, "pods",
+           {{"topology", topology},
+            {"chips", chips},
+            {"preset", pod.preset.name},
+            {"backend", "fast"},
+            {"scenario", scenario},
+            {"bytes_per_chip", bytes},
+            {"pass", pass},
+            {"pod_cycles", st.cycles},
+            {"wall_s", wall},
+            {"chip_cycles_per_s", wall > 0 ? double(st.cycles) * chips / wall : 0.0},
+            {"peak_rss_bytes", rss},
+            {"peak_rss_per_chip_bytes", rss / chips}});
+    if (!pass) fmt::print("  {}\n", st.report.empty() ? tp::driver::describe_outcomes(st) : st.report);
+    ok &= pass;
+  };
+  {
+    auto s = tp::driver::Slice::open(pod, all, Backend::fast);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto c = tp::driver::run_collective(*s, tp::driver::Collective::all_reduce, rows, 1);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report("all_reduce", c.status, c.pass, wall, c.bytes);
+  }
+  {
+    auto s = tp::driver::Slice::open(pod, all, Backend::fast);
+    const uint32_t n = pod.preset.mxu.n;
+    // Each chip a block of A's rows, W (8n x n) on every chip; every chip gathers all of C (the
+    // demo's gather: its memory grows with the square of the chips).
+    const tp::driver::MatmulSpec spec{chips * block_rows, 8 * n, n, true, false};
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto m = tp::driver::run_pod_matmul(*s, spec, 1);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report("data_parallel_matmul", m.status, m.pass, wall, uint64_t{spec.m / chips} * spec.k * 4);
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tensorpod scale benchmark: the fast chip model against the RTL, full-size pods on it"};
+  std::string part, out = "build/reports/scale.json", topology;
+  std::vector<std::string> presets;
+  std::vector<uint32_t> sizes = {4, 8};
+  unsigned random_programs = 4;
+  uint64_t seed = 1;
+  uint32_t rows = 0, block_rows = 8;
+  app.add_option("--part", part, "chip (calibration and speed) or pod (a full-size pod on the fast model)")
+      ->required()
+      ->check(CLI::IsMember({"chip", "pod"}));
+  app.add_option("--presets", presets, "--part chip: presets (default: every one with an RTL backend)");
+  app.add_option("--sizes", sizes,
+                 "--part chip: the matmuls' M = K = N as multiples of n; the largest also for "
+                 "the bf16x2 matmul and the MLP (M x M x 2M x M/2)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--random", random_programs, "--part chip: random programs per preset")->capture_default_str();
+  app.add_option("--seed", seed, "--part chip: the first random program's seed")->capture_default_str();
+  app.add_option("--topology", topology, "--part pod: a pod of configs/pods.json");
+  app.add_option("--rows", rows, "--part pod: the all-reduce's rows per chip")->capture_default_str();
+  app.add_option("--block-rows", block_rows, "--part pod: the data-parallel matmul's rows of A per chip")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--out", out, "report to append to")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (part == "chip") {
+      const auto rtl = tp::driver::registered_presets(Backend::rtl);
+      if (presets.empty()) presets = rtl;
+      for (const auto& p : presets)
+        if (std::find(rtl.begin(), rtl.end(), p) == rtl.end())
+          throw std::invalid_argument(fmt::format("--presets: no RTL backend for '{}' in this binary", p));
+      return part_chip(presets, sizes, random_programs, seed, out);
+    }
+    if (topology.empty() || rows == 0) throw std::invalid_argument("--part pod needs --topology and --rows");
+    return part_pod(topology, rows, block_rows, out);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "scale_bench: {}\n", e.what());
+    return 2;
+  }
+}
