@@ -21,15 +21,16 @@ std::map<std::string, SliceFactory>& slice_registry() {
 }
 
 // The golden pod behind the Slice interface. Its "cycles" are the chips' timing estimates and
-// its timeout counts executed instructions (unit and scalar), as the golden chip's does, per
-// loaded chip.
+// its timeout counts executed instructions (unit and scalar), as the golden chip's does: timeout
+// times the loaded chips, pooled (one chip in an endless loop can use all of it).
 class GoldenSlice final : public Slice {
  public:
   GoldenSlice(const PodSpec& pod, const SliceShape& shape, const SliceOptions& opt, bool fast)
       : Slice(pod, shape), model_(pod.preset, {pod.kx, pod.ky, pod.link_latency}, slices(shape, opt)), fast_(fast) {
     if (fast)
       for (unsigned y = 0; y < pod.ky; ++y)
-        for (unsigned x = 0; x < pod.kx; ++x) model_.chip(x, y).set_timing(golden::make_fast_timing(pod.preset));
+        for (unsigned x = 0; x < pod.kx; ++x)  // the pod's preset: its torus and link latency
+          model_.chip(x, y).set_timing(golden::make_fast_timing(model_.preset()));
   }
 
   std::string backend_name() const override { return fast_ ? "fast" : "golden"; }
@@ -63,8 +64,8 @@ class GoldenSlice final : public Slice {
         model_.load(idx % kx, idx / kx, *programs_[idx]);
         model_.chip(idx % kx, idx / kx).timeline().keep_events(tracing());
       }
-    // The timeout is per chip, as on one golden chip: the pod's budget is that many instructions
-    // for each loaded chip (a 32x32 pod runs a thousand times the instructions of one chip).
+    // The timeout scales with the chips: the pod's budget is that many instructions for each loaded
+    // chip, pooled (a 32x32 pod runs a thousand times the instructions of one chip).
     const uint64_t loaded = static_cast<uint64_t>(
         std::count_if(programs_.begin(), programs_.end(), [](const auto& p) { return p.has_value(); }));
     const uint64_t budget =

@@ -111,8 +111,8 @@ class Slice {
   void load_pod_chip(unsigned x, unsigned y, const isa::Program&);
 
   // Runs every loaded chip from reset until all are done, one fails and the rest finish or wait,
-  // the watchdog finds a deadlock, or the timeout (cycles; golden and fast: instructions per
-  // loaded chip) passes. Once.
+  // the watchdog finds a deadlock, or the timeout (cycles; golden and fast: instructions, times
+  // the loaded chips, pooled over the pod) passes. Once.
   virtual SliceStatus run(uint64_t timeout_cycles) = 0;
 
   // Counters of the last run per chip (pod coordinates): the chip's counters (rtl: every

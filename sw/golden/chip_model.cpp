@@ -82,6 +82,8 @@ void ChipModel::load(const isa::Program& prog) {
                     "instruction memory",
                     prog.code.size(), preset_.chip.imem_words));
   code_ = prog.code;
+  decoded_.resize(code_.size());  // decoded once: a loop fetches the same words again and again
+  for (std::size_t i = 0; i < code_.size(); ++i) decoded_[i] = isa::decode(code_[i]);
   loaded_ = true;
   pc_ = 0;
   have_fetched_ = false;
@@ -346,7 +348,7 @@ bool ChipModel::dispatch(uint64_t& budget) {
         fail(Err::no_halt, pc_);
         return false;
       }
-      isa::Decoded d = isa::decode(code_[pc_]);
+      isa::Decoded d = decoded_[pc_];
       if (d.err != Err::none) {
         fail(d.err, pc_);
         return false;

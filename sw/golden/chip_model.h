@@ -182,6 +182,7 @@ class ChipModel {
   MxuModel mxu_;
 
   std::vector<isa::Word> code_;
+  std::vector<isa::Decoded> decoded_;  // code_, decoded at load()
   bool loaded_ = false;
 
   // Run state.

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
@@ -24,8 +23,10 @@
 //  - behind the port the memory model's fixed latency, or the HBM model (HbmModel): the address
 //    map, open rows, tRP/tRCD/tRRD/tFAW, CL, the data buses, the queues, postponed refresh,
 //    and the writes drained in batches;
-//  - the MXU and fences as the dataflow estimate; the vector unit S rows a cycle, or with operand
-//    a from the accumulators S + 1 cycles per group of S (their one read port);
+//  - every unit starts a cycle after its instruction is ready (dispatched, its semaphore count
+//    arrived); the MXU and fences as the dataflow estimate, but mxu.mm's drain is 2n + 2; the
+//    vector unit S rows a cycle, or with operand a from the accumulators S + 1 cycles per group of
+//    S (their one read port);
 //  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), and per hop the router's
 //    pipeline on top of the link latency.
 // The interpreter runs each queue's instructions atomically in an order of its own, not in time
@@ -41,7 +42,7 @@ namespace {
 using isa::Op;
 
 constexpr unsigned kMxu = static_cast<unsigned>(isa::Unit::mxu);
-constexpr uint64_t kTick = 64;  // calendar ticks per cycle: the data path's beat time may be fractional
+constexpr uint64_t kTick = 64;  // calendar ticks per cycle (every booking is whole cycles today)
 
 // Busy intervals of one resource, in ticks; book() places `count` slots of `len` ticks each at or
 // after `from`, in the earliest gaps, and returns the first slot's start and the last one's end.
@@ -50,6 +51,15 @@ class Calendar {
   void clear() { busy_.clear(); }
 
   std::pair<uint64_t, uint64_t> book(uint64_t from, uint64_t count, uint64_t len) {
+    // Most bookings go at or after the last interval: extend it or append, no search.
+    if (busy_.empty() || from >= busy_.rbegin()->second) {
+      const uint64_t end = from + count * len;
+      if (!busy_.empty() && busy_.rbegin()->second == from)
+        busy_.rbegin()->second = end;
+      else
+        busy_.emplace_hint(busy_.end(), from, end);
+      return {from, end};
+    }
     uint64_t first = 0, end = from;
     bool have_first = false;
     uint64_t t = from;
@@ -109,7 +119,8 @@ class Calendar {
 // burst: the port's address map (pseudo-channel, bank, row, column), each bank's open row (a
 // row hit needs only its CAS; a miss a precharge, tRP, an activate within tRRD and tFAW of the
 // others, and tRCD), CL or CWL to the data, and each pseudo-channel's data bus booked for
-// burst_cycles per burst, and all-bank refresh as the controller postpones it (refresh()).
+// 2 cycles per burst (burst length 4, double data rate), and all-bank refresh as the controller
+// postpones it (refresh()).
 // Reads come back in request order.
 class HbmModel {
  public:
@@ -196,7 +207,8 @@ class HbmModel {
     const auto& tm = h_.timing;
     // A queue entry: the part queue's and the controller's, freed when the burst's CAS issues.
     auto& entries = write && !c.wq.empty() ? c.wq : c.rq;
-    uint64_t& slot = entries[(write ? c.wq_i : c.rq_i)++ % entries.size()];
+    uint64_t& idx = write && !c.wq.empty() ? c.wq_i : c.rq_i;
+    uint64_t& slot = entries[idx++ % entries.size()];
     const uint64_t arrive = std::max(t + kCtrlDelay, slot);
     accepted_ = std::max(accepted_, arrive - kCtrlDelay);
     refresh(c, arrive);
@@ -260,10 +272,11 @@ class HbmModel {
     c.busy_until = std::max(c.busy_until, end);
   }
 
-  static constexpr uint64_t kCtrlDelay = 2;
-  static constexpr uint64_t kMaxPostpone = 8;
-  static constexpr unsigned kPartQueue =
-      4;  // tp_mem_hbm's queue of parts per pseudo-channel  // the port's part queue and the controller's queue
+  static constexpr uint64_t kCtrlDelay = 2;    // the port's part queue and the controller's queue
+  static constexpr uint64_t kMaxPostpone = 8;  // refreshes the controller may postpone
+  // Entries of tp_mem_hbm's queue of parts per pseudo-channel, counted as bursts (a part holds up
+  // to 8 bursts: an approximation on the side of fewer entries).
+  static constexpr unsigned kPartQueue = 4;
 
   tp::HbmConfig h_;
   unsigned n_, nc_ = 1, cb_ = 0, nb_ = 1, bw_ = 0, cw_ = 0;
@@ -314,8 +327,8 @@ class FastTiming final : public ChipTiming {
   void scalar(bool paired) override { front_t_ += paired ? 0 : 1; }
 
   TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready, unsigned engine) override {
+    prune();  // before this instruction leaves pending_: it may book from its own dispatch on
     if (!pending_[q].empty()) pending_[q].pop_front();
-    prune();
     const isa::Fields& f = in.f;
     uint64_t start = 0, complete = 0;
     ready += k_.start_delay;
@@ -368,7 +381,7 @@ class FastTiming final : public ChipTiming {
       }
       case Op::mxu_lw:
         start = std::max({ready, mxu_handoff_, loader_free_, last_mm_start_});
-        complete = start + n_ + k_.lw_extra;
+        complete = start + n_;
         loader_free_ = complete;
         lw_done_ = complete;
         mxu_handoff_ = start;
@@ -386,11 +399,11 @@ class FastTiming final : public ChipTiming {
       case Op::ici_send: {
         uint64_t& e = engine_free_.at(engine);
         start = std::max({ready, e, unit_free_[q]});
-        complete = start + send_flits(f.rows) + k_.send_extra;
+        complete = start + send_flits(f.rows);
         e = complete;
-        unit_free_[q] = start + k_.send_issue;
+        unit_free_[q] = start;
         queue_done_[q] = std::max(queue_done_[q], complete);
-        slot_free_[q][seq % depth_] = start + k_.slot_delay;  // it left its queue when it started
+        slot_free_[q][seq % depth_] = start;  // it left its queue when it started
         return {start, complete};
       }
       default: {  // vector
@@ -406,12 +419,12 @@ class FastTiming final : public ChipTiming {
     }
     complete = std::max(complete, queue_done_[q]);
     queue_done_[q] = complete;
-    slot_free_[q][seq % depth_] = start + k_.slot_delay;
+    slot_free_[q][seq % depth_] = start;
     return {start, complete};
   }
 
   uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const override {
-    return span.complete + uint64_t{hops} * (link_latency_ + k_.hop_extra) + k_.arrive_extra;
+    return span.complete + uint64_t{hops} * (link_latency_ + k_.hop_extra);
   }
 
   uint64_t front_time() const override { return front_t_; }
@@ -424,9 +437,9 @@ class FastTiming final : public ChipTiming {
     unsigned wr_ack = 0;       // a store's request to its acknowledgement
     unsigned ld_req_delay = 0, st_req_delay = 0;
     unsigned start_delay = 0;  // dispatch or a semaphore count to the unit's start
-    unsigned slot_delay = 0;   // a queue entry's start to its slot taking the next instruction
-    unsigned lw_extra = 0, mm_drain = 0, vec_extra = 4;
-    unsigned send_extra = 0, send_issue = 0, hop_extra = 0, arrive_extra = 0;
+    unsigned mm_drain = 0;     // mxu.mm: its last row to its last result in the accumulators
+    unsigned vec_extra = 0;    // a vector instruction's pipeline beyond its groups
+    unsigned hop_extra = 0;    // ici.send: the router's pipeline per hop, on top of the link
   };
 
   static Constants fast_constants(const tp::Preset& p) {
@@ -438,6 +451,7 @@ class FastTiming final : public ChipTiming {
     k.st_req_delay = 2;
     k.start_delay = 1;
     k.mm_drain = 2 * p.mxu.n + 2;
+    k.vec_extra = 4;
     k.hop_extra = 2;
     return k;
   }

@@ -2,7 +2,8 @@
 // allocator takes fresh anonymous pages (mmap, from 2 MiB on; calloc below) and whose
 // value-initialisation writes nothing. The kernel maps such pages only when they are first
 // touched, so a chip's VMEM and accumulators (16 MiB and 2 MiB on v2) take resident memory only
-// for the rows a program uses: how a 1024-chip pod fits the machine (docs/scale.md).
+// for the parts a program uses (in huge pages of 2 MiB where the kernel gives them, else 4 KiB):
+// how a 1024-chip pod fits the machine (docs/scale.md).
 #pragma once
 
 #include <sys/mman.h>
@@ -19,6 +20,7 @@ namespace tp::golden {
 template <class T>
 struct LazyZeroAllocator {
   static_assert(std::is_trivially_default_constructible_v<T>, "zero bytes must be the value-initialised T");
+  static_assert(alignof(T) <= alignof(std::max_align_t), "calloc aligns to max_align_t only");
   using value_type = T;
   LazyZeroAllocator() = default;
   template <class U>
@@ -45,7 +47,9 @@ struct LazyZeroAllocator {
       std::free(p);
   }
   static constexpr std::size_t kHuge = std::size_t{2} << 20;
-  // Value-initialisation: calloc's zeros already are the value, so the pages stay untouched.
+  // Value-initialisation: calloc's zeros already are the value, so the pages stay untouched. Only
+  // on fresh memory: a vector that shrinks and grows again within its capacity keeps the old
+  // values (VMEM and the accumulators never change size). A copy writes every word.
   template <class U>
   void construct(U*) noexcept {}
   template <class U, class... Args>

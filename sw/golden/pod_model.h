@@ -13,8 +13,8 @@
 // chip's error stops only that chip.
 //
 // Timing: each chip keeps its own estimate (ChipModel::Stats::est_cycles). A message arrives at
-// the sender's estimate of its ici.send's completion plus hops * link_latency (chip_timing.cpp),
-// and the count it gives to rsem carries that time, so a receiver that waits on the message
+// the sender's estimate of its ici.send's completion plus its timing model's time for the hops
+// (ChipTiming::ici_arrival), and the count it gives to rsem carries that time, so a receiver that waits on the message
 // cannot complete the waiting instruction before the arrival. The estimate is optimistic: the
 // network has no contention, and a chip runs ahead as far as its semaphores let it.
 #pragma once

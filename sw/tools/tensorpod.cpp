@@ -355,7 +355,10 @@ void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
   // The MXU's multiply-adds: every row it streamed through an n x n tile.
   const double macs = static_cast<double>(run.mxu_rows) * chip.lanes() * chip.lanes();
   fmt::print("  cycles:      {}{} = {:.2f} us at {} MHz{}\n", run.cycles,
-             chip.backend_name() == "golden" ? " (golden estimate)" : "", us, chip.preset().clock_mhz,
+             chip.backend_name() == "golden" ? " (golden estimate)"
+             : chip.backend_name() == "fast" ? " (fast model)"
+                                             : "",
+             us, chip.preset().clock_mhz,
              us > 0 && macs > 0 ? fmt::format(", {:.3g} TFLOP/s on the MXU", 2 * macs / us / 1e6) : std::string());
   fmt::print("  MXU:         {} rows, utilization {:.1f}%\n", run.mxu_rows, 100.0 * run.mxu_utilization);
   fmt::print("  bytes:       {} loaded, {} stored\n", run.bytes_loaded, run.bytes_stored);
@@ -1230,7 +1233,8 @@ int main(int argc, char** argv) {
   pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
   pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
   pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str()->check(kUnsigned);
-  pod_cmd->add_option("--timeout", pod.timeout, "cycles before giving up (0: automatic)")
+  pod_cmd->add_option("--timeout", pod.timeout,
+                      "cycles before giving up (golden, fast: instructions per chip; 0: automatic)")
       ->capture_default_str()
       ->check(kUnsigned);
   pod_cmd->add_option("--watchdog", pod.watchdog, "cycles with every unfinished chip waiting that make a deadlock")
@@ -1265,7 +1269,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--seed", train.spec.seed, "the data, the teacher and the initial weights")
       ->capture_default_str()
       ->check(kUnsigned);
-  train_cmd->add_option("--timeout", train.timeout, "cycles before giving up (0: automatic)")
+  train_cmd->add_option("--timeout", train.timeout,
+                        "cycles before giving up (golden, fast: instructions per chip; 0: automatic)")
       ->capture_default_str()
       ->check(kUnsigned);
   train_cmd->add_option("--report", train.report, "write a JSON report to this file")->check(kNonEmpty);

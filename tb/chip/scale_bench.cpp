@@ -13,7 +13,8 @@
 // --part pod: one pod of configs/pods.json (v2-pod, v3-pod) on the fast backend: an all-reduce of
 // --rows rows per chip and the data-parallel matmul, each checked bit-exact; a `pods` entry each
 // with the wall time, the process's peak resident memory (one pod per process, so the peak is the
-// pod's) and per chip, and the pod's cycles.
+// pod's, or the highest of its runs: the matmul's entry includes the all-reduce's peak) and per
+// chip, and the pod's cycles.
 //
 // Each run appends its entries to the report (one pod per process).
 #include <fmt/format.h>
@@ -204,16 +205,27 @@ int main(int argc, char** argv) {
                  "--part chip: the matmuls' M = K = N as multiples of n; the largest also for "
                  "the bf16x2 matmul and the MLP (M x M x 2M x M/2)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1u, 16u));
   app.add_option("--random", random_programs, "--part chip: random programs per preset")->capture_default_str();
   app.add_option("--seed", seed, "--part chip: the first random program's seed")->capture_default_str();
   app.add_option("--topology", topology, "--part pod: a pod of configs/pods.json");
   app.add_option("--rows", rows, "--part pod: the all-reduce's rows per chip")->capture_default_str();
   app.add_option("--block-rows", block_rows, "--part pod: the data-parallel matmul's rows of A per chip")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1u, 64u));
   app.add_option("--out", out, "report to append to")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // Each part's options, refused with the other part rather than ignored.
+  for (const char* o : {"--presets", "--sizes", "--random", "--seed"})
+    if (part == "pod" && app.count(o) > 0) {
+      fmt::print(stderr, "scale_bench: {} goes with --part chip\n", o);
+      return 2;
+    }
+  for (const char* o : {"--topology", "--rows", "--block-rows"})
+    if (part == "chip" && app.count(o) > 0) {
+      fmt::print(stderr, "scale_bench: {} goes with --part pod\n", o);
+      return 2;
+    }
   try {
     if (part == "chip") {
       const auto rtl = tp::driver::registered_presets(Backend::rtl);

@@ -297,8 +297,12 @@ TEST(PodConfig, ShippedPodsAreValid) {
   EXPECT_EQ(v2.preset, "v2");
   const tp::PodConfig v3 = tp::load_pod("v3-pod");
   EXPECT_EQ(v3.torus_x, 32u);
-  EXPECT_EQ(v3.preset, "v2");
-  EXPECT_NE(v3.description.find("v2 preset"), std::string::npos) << v3.description;
+  EXPECT_EQ(v3.preset, "v3");
+  const tp::Preset v3chip = tp::load_preset("v3");  // v2 with v3's clock, HBM and links
+  EXPECT_EQ(v3chip.mxu.n, 128u);
+  EXPECT_EQ(v3chip.clock_mhz, 940.0);
+  EXPECT_EQ(v3chip.chip.hbm_beats * 4 * v3chip.mxu.n, uint64_t{32} << 30);
+  EXPECT_EQ(v3chip.ici.flit_bits, 704u);
   const tp::PodConfig one = tp::load_pod("1x4");
   EXPECT_EQ(one.torus_x, 1u);  // names are KXxKY
   EXPECT_EQ(one.torus_y, 4u);

@@ -17,7 +17,7 @@ list(APPEND TP_TEST_TARGETS test_chip_model)
 
 # The compiler and the driver on the golden backend.
 add_executable(test_compiler ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_compiler.cpp)
-target_include_directories(test_compiler PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/sw)
+target_include_directories(test_compiler PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/sw ${CMAKE_CURRENT_SOURCE_DIR}/chip)
 target_compile_options(test_compiler PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_compiler PRIVATE tp_driver tp_compiler tp_tb_util GTest::gtest_main)
 gtest_discover_tests(test_compiler PROPERTIES LABELS compiler)

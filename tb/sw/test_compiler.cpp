@@ -13,6 +13,7 @@
 #include "compiler.h"
 #include "driver.h"
 #include "matmul_shapes.h"
+#include "random_program.h"
 #include "slice.h"
 #include "tb_util.h"
 
@@ -584,7 +585,22 @@ TEST(FastBackend, GoldenBitsAndTimingOnlyCycles) {
       EXPECT_EQ(t.cycles, f.cycles);
       for (const char* k : {"bytes_loaded", "bytes_stored", "mxu_rows", "instructions", "vec_rows"})
         EXPECT_EQ(t.counters.at(k), f.counters.at(k)) << k;
-      EXPECT_GT(f.cycles, 0u);
+      EXPECT_NE(f.cycles, g.cycles) << "the fast chip has the dataflow estimate's cycles";
+    }
+    // A random program (every vector operation, packed DMA, accumulator operands): timing-only
+    // gives the fast run's cycles and counters.
+    for (const uint64_t seed : {1u, 2u}) {
+      SCOPED_TRACE(fmt::format("{} random program {}", preset, seed));
+      auto fc = Chip::open(preset, Backend::fast);
+      auto tc = tp::driver::make_golden_chip(p, true, true);
+      const auto f = tp::tb::run_random_program(*fc, seed);
+      const auto t = tp::tb::run_random_program(*tc, seed);
+      ASSERT_TRUE(f.pass) << f.what;
+      ASSERT_TRUE(t.status.ok()) << tp::driver::describe(t.status);
+      EXPECT_EQ(t.cycles, f.cycles);
+      const auto fcs = fc->counters(), tcs = tc->counters();
+      for (const char* k : {"bytes_loaded", "bytes_stored", "mxu_rows", "instructions", "vec_rows"})
+        EXPECT_EQ(tcs.at(k), fcs.at(k)) << k;
     }
   }
 }
@@ -603,19 +619,25 @@ TEST(FastBackend, NamesAndErrors) {
   }
 }
 
-// A pod on the fast backend: the golden pod's bits, every chip with the fast model's timing.
+// A pod on the fast backend: the golden pod's bits, every chip with the fast model's timing and
+// the pod's link latency (not the preset's).
 TEST(FastBackend, PodMatchesTheGoldenPod) {
-  const auto pod = tp::driver::torus_pod(tp::load_preset("tiny"), 2, 2);
+  auto pod = tp::driver::torus_pod(tp::load_preset("tiny"), 2, 2);
   const tp::driver::SliceShape all{0, 0, 2, 2};
-  auto g = tp::driver::Slice::open(pod, all, Backend::golden);
-  auto f = tp::driver::Slice::open(pod, all, Backend::fast);
-  EXPECT_EQ(f->backend_name(), "fast");
-  const auto rg = tp::driver::run_collective(*g, tp::driver::Collective::all_reduce, 64, 3);
-  const auto rf = tp::driver::run_collective(*f, tp::driver::Collective::all_reduce, 64, 3);
-  ASSERT_TRUE(rg.pass) << rg.status.report;
-  ASSERT_TRUE(rf.pass) << rf.status.report;
+  const auto run = [&](Backend be) {
+    auto s = tp::driver::Slice::open(pod, all, be);
+    EXPECT_EQ(s->backend_name(), tp::driver::backend_label(be));
+    auto r = tp::driver::run_collective(*s, tp::driver::Collective::all_reduce, 64, 3);
+    EXPECT_TRUE(r.pass) << r.status.report;
+    return r;
+  };
+  const auto rg = run(Backend::golden), rf = run(Backend::fast);
   EXPECT_EQ(rf.outputs, rg.outputs);
-  EXPECT_GT(rf.status.cycles, 0u);
+  EXPECT_NE(rf.status.cycles, rg.status.cycles) << "the fast pod has the dataflow estimate's cycles";
+  pod.link_latency = 50;  // a send's rows arrive later: the collective takes longer
+  const auto slow = run(Backend::fast);
+  EXPECT_EQ(slow.outputs, rf.outputs);
+  EXPECT_GT(slow.status.cycles, rf.status.cycles + 49);
 }
 
 }  // namespace
