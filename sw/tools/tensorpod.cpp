@@ -730,7 +730,20 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
     r.pass = r.status.ok();
     what = "programs";
   }
-  for (const auto& c : r.status.chips) print_pod_chip(*s, c, rtl);
+  // A full-size pod's chips are in the report; the terminal gets the first 16 and every one that
+  // did not finish cleanly.
+  constexpr std::size_t kListed = 16;
+  std::size_t listed = 0, unlisted = 0;
+  for (const auto& c : r.status.chips) {
+    if (listed < kListed || !c.status.ok() || c.waiting) {
+      print_pod_chip(*s, c, rtl);
+      ++listed;
+    } else {
+      ++unlisted;
+    }
+  }
+  if (unlisted > 0)
+    fmt::print("  ... and {} more chips done (each chip's counters: --report)\n", unlisted);
   r.timelines = s->timelines();
   const double chip_cycles = static_cast<double>(r.status.cycles) * pod.kx * pod.ky;
   const double rate = r.status.wall_seconds > 0 ? chip_cycles / r.status.wall_seconds : 0.0;

@@ -8,10 +8,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "calendar.h"
 #include "chip_model.h"
 #include "config.h"
 #include "fp.h"
 #include "isa.h"
+#include "lazy_zero.h"
 #include "mxu_model.h"
 #include "vpu_ops.h"
 
@@ -865,6 +867,53 @@ TEST(ChipModel, SparseHbmOnALargePreset) {
   EXPECT_THROW(chip.read_hbm(last, 2), std::out_of_range);
   EXPECT_THROW(chip.read_hbm(~uint64_t{0}, 2), std::out_of_range);
   EXPECT_THROW(chip.write_hbm(0, std::vector<uint32_t>(n + 1)), std::invalid_argument);
+}
+
+// The fast model's calendar of busy intervals (calendar.h): appending merges, an earlier booking
+// fills the gaps and spills past the end, prune drops what ended, empty bookings book nothing.
+TEST(Calendar, FillsGapsInTimeOrder) {
+  tp::golden::Calendar c;
+  EXPECT_EQ(c.book(0, 10, 1), std::make_pair(uint64_t{0}, uint64_t{10}));
+  EXPECT_EQ(c.book(10, 2, 3), std::make_pair(uint64_t{10}, uint64_t{16}));  // touches: merged
+  EXPECT_EQ(c.intervals(), 1u);
+  EXPECT_EQ(c.book(20, 5, 1), std::make_pair(uint64_t{20}, uint64_t{25}));
+  EXPECT_EQ(c.intervals(), 2u);
+  // From 5: the first free slot is 16; four slots of 1 fill [16, 20), two more go at [25, 27).
+  EXPECT_EQ(c.book(5, 6, 1), std::make_pair(uint64_t{16}, uint64_t{27}));
+  EXPECT_EQ(c.intervals(), 1u);
+  // Slots of 3 do not fit a gap of 2: [30, 32) stays free, the slot goes at 32.
+  (void)c.book(27, 3, 1);  // [27, 30)
+  (void)c.book(32, 1, 1);  // [32, 33)
+  EXPECT_EQ(c.book(0, 1, 3), std::make_pair(uint64_t{33}, uint64_t{36}));
+  EXPECT_EQ(c.book(30, 1, 2), std::make_pair(uint64_t{30}, uint64_t{32}));  // exactly fits
+  EXPECT_EQ(c.intervals(), 1u);
+  EXPECT_EQ(c.book(7, 0, 5), std::make_pair(uint64_t{7}, uint64_t{7}));
+  EXPECT_EQ(c.book(7, 5, 0), std::make_pair(uint64_t{7}, uint64_t{7}));
+  EXPECT_EQ(c.intervals(), 1u);
+  c.prune(35);  // [0, 36) ends after 35: kept
+  EXPECT_EQ(c.intervals(), 1u);
+  c.prune(36);
+  EXPECT_EQ(c.intervals(), 0u);
+}
+
+// VMEM's and the accumulators' storage (lazy_zero.h): zero without being written, on both of its
+// allocation paths (calloc below 2 MiB, fresh mapped pages from 2 MiB on), and copied whole.
+TEST(LazyZero, ReadsZeroUntilWrittenAndCopies) {
+  for (const std::size_t words : {std::size_t{1000}, std::size_t{3} << 20}) {
+    SCOPED_TRACE(words);
+    tp::golden::LazyZeroWords v(words);
+    ASSERT_EQ(v.size(), words);
+    for (std::size_t i = 0; i < words; i += 4093) EXPECT_EQ(v[i], 0u) << i;
+    EXPECT_EQ(v.back(), 0u);
+    v[words / 2] = 7;
+    v.back() = 9;
+    const tp::golden::LazyZeroWords copy = v;
+    EXPECT_EQ(copy[words / 2], 7u);
+    EXPECT_EQ(copy.back(), 9u);
+    EXPECT_EQ(copy[1], 0u);
+    tp::golden::LazyZeroWords moved = std::move(v);
+    EXPECT_EQ(moved.back(), 9u);
+  }
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ def main():
             (["pod", "--demo", "--backend", "rtl", "--waves", "p.s/w"], "cannot be made"),
             (["pod", "--demo", "--backend", "both", "--wave-chip", "9,9"], "no such chip"),
             (["pod", "--demo", "--backend", "both", "--golden-chip", "0,7"], "no such chip"),
+            (["run", "--matmul", "8x8x8", "--backend", "quick"], "rtl, golden, fast"),
+            (["pod", "--topology", "nopod", "--backend", "fast", "--demo"], "nopod"),
+            (["pod", "--topology", "2x2", "--backend", "fast", "--golden-chip", "0,0", "--demo"], "--golden-chip"),
         ]
         # The harnesses' wave folder (TP_WAVES, docs/verification.md "Waves"): a file is no folder.
         for env, needle in (({"TP_WAVES": "p.s"}, "is a file, not a folder"),
