@@ -55,8 +55,7 @@ class DataflowTiming final : public ChipTiming {
     queue_done_.fill(0);
     engine_free_.fill(0);
     front_t_ = 0;
-    mxu_handoff_ = loader_free_ = streamer_free_ = last_mm_start_ = lw_done_ = 0;
-    switch_pending_ = false;
+    mxu_ = MxuTiming{};
   }
 
   uint64_t dispatch(unsigned q, uint64_t seq) override {
@@ -74,10 +73,10 @@ class DataflowTiming final : public ChipTiming {
     uint64_t start = 0, complete = 0;
     switch (in.op) {
       case Op::fence:
-        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_handoff_ : unit_free_[q]});
+        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]});
         complete = start;
         if (q == kMxu)
-          mxu_handoff_ = start;
+          mxu_.handoff = start;
         else
           unit_free_[q] = complete;
         break;
@@ -88,23 +87,11 @@ class DataflowTiming final : public ChipTiming {
         unit_free_[q] = complete;
         break;
       case Op::mxu_lw:
-        // The shadow buffer is free once the mm that switched to the current tile has started.
-        start = std::max({ready, mxu_handoff_, loader_free_, last_mm_start_});
-        complete = start + n_;
-        loader_free_ = complete;
-        lw_done_ = complete;
-        mxu_handoff_ = start;
-        switch_pending_ = true;
+      case Op::mxu_mm: {
+        const TimeSpan t = in.op == Op::mxu_lw ? mxu_.lw(ready, n_) : mxu_.mm(ready, f.rows, 2ull * n_);
+        start = t.start, complete = t.complete;
         break;
-      case Op::mxu_mm:
-        start = std::max({ready, mxu_handoff_, streamer_free_});
-        if (switch_pending_) start = std::max(start, lw_done_);
-        switch_pending_ = false;  // its first row switches tiles
-        streamer_free_ = start + f.rows;
-        complete = start + f.rows + 2ull * n_;
-        mxu_handoff_ = start;
-        last_mm_start_ = start;
-        break;
+      }
       case Op::ici_send: {
         // In program order (the queue starts its head only), on the engine's own time.
         uint64_t& e = engine_free_.at(engine);
@@ -143,8 +130,7 @@ class DataflowTiming final : public ChipTiming {
   std::array<uint64_t, isa::kQueues> queue_done_{};            // last completion per queue (in order)
   std::array<uint64_t, 4> engine_free_{};                      // per ICI send engine: last completion
   uint64_t front_t_ = 0;
-  uint64_t mxu_handoff_ = 0, loader_free_ = 0, streamer_free_ = 0, last_mm_start_ = 0, lw_done_ = 0;
-  bool switch_pending_ = false;  // the next mxu.mm switches to the tile of the last mxu.lw
+  MxuTiming mxu_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 // estimate (make_dataflow_timing); another one can be plugged in with ChipModel::set_timing().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -49,6 +50,33 @@ class ChipTiming {
   virtual uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const = 0;
   // The front end's time: the run's estimate is the latest of this and every completion.
   virtual uint64_t front_time() const = 0;
+};
+
+// The MXU unit's timing, which both timing models share (chip_timing.cpp, fast_timing.cpp):
+// mxu.lw on the weight loader while the row streamer streams the current tile; the loader's
+// shadow buffer is free once the mm that switched to the current tile has started; an mm that
+// switches tiles starts once its tile is loaded. handoff: when the unit took its last
+// instruction (a fence in the MXU queue waits for it).
+struct MxuTiming {
+  uint64_t handoff = 0, loader_free = 0, streamer_free = 0, last_mm_start = 0, lw_done = 0;
+  bool switch_pending = false;  // the next mxu.mm switches to the tile of the last mxu.lw
+
+  TimeSpan lw(uint64_t ready, uint64_t n) {
+    const uint64_t start = std::max({ready, handoff, loader_free, last_mm_start});
+    loader_free = lw_done = start + n;
+    handoff = start;
+    switch_pending = true;
+    return {start, start + n};
+  }
+  // rows streamed, complete `drain` cycles after the last one enters the array.
+  TimeSpan mm(uint64_t ready, uint64_t rows, uint64_t drain) {
+    uint64_t start = std::max({ready, handoff, streamer_free});
+    if (switch_pending) start = std::max(start, lw_done);
+    switch_pending = false;  // its first row switches tiles
+    streamer_free = start + rows;
+    handoff = last_mm_start = start;
+    return {start, start + rows + drain};
+  }
 };
 
 // The dataflow estimate (chip_timing.cpp has its rules).

@@ -238,9 +238,8 @@ class FastTiming final : public ChipTiming {
     engine_free_.fill(0);
     ld_done_.fill(0);
     front_t_ = 0;
-    mxu_handoff_ = loader_free_ = streamer_free_ = last_mm_start_ = lw_done_ = 0;
+    mxu_ = MxuTiming{};
     ld_req_free_ = ld_last_done_ = st_free_ = 0;
-    switch_pending_ = false;
     port_.clear();
     ld_port_.clear();
     if (hbm_) hbm_->reset();
@@ -264,10 +263,10 @@ class FastTiming final : public ChipTiming {
     ready += k_.start_delay;
     switch (in.op) {
       case Op::fence:
-        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_handoff_ : unit_free_[q]});
+        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]});
         complete = start;
         if (q == kMxu)
-          mxu_handoff_ = start;
+          mxu_.handoff = start;
         else
           unit_free_[q] = complete;
         break;
@@ -310,22 +309,11 @@ class FastTiming final : public ChipTiming {
         break;
       }
       case Op::mxu_lw:
-        start = std::max({ready, mxu_handoff_, loader_free_, last_mm_start_});
-        complete = start + n_;
-        loader_free_ = complete;
-        lw_done_ = complete;
-        mxu_handoff_ = start;
-        switch_pending_ = true;
+      case Op::mxu_mm: {
+        const TimeSpan t = in.op == Op::mxu_lw ? mxu_.lw(ready, n_) : mxu_.mm(ready, f.rows, k_.mm_drain);
+        start = t.start, complete = t.complete;
         break;
-      case Op::mxu_mm:
-        start = std::max({ready, mxu_handoff_, streamer_free_});
-        if (switch_pending_) start = std::max(start, lw_done_);
-        switch_pending_ = false;
-        streamer_free_ = start + f.rows;
-        complete = start + f.rows + k_.mm_drain;
-        mxu_handoff_ = start;
-        last_mm_start_ = start;
-        break;
+      }
       case Op::ici_send: {
         uint64_t& e = engine_free_.at(engine);
         start = std::max({ready, e, unit_free_[q]});
@@ -422,9 +410,8 @@ class FastTiming final : public ChipTiming {
   std::array<uint64_t, 4> engine_free_{};
   std::array<uint64_t, 4> ld_done_{};  // completions of the last four loads, by seq % 4
   uint64_t front_t_ = 0;
-  uint64_t mxu_handoff_ = 0, loader_free_ = 0, streamer_free_ = 0, last_mm_start_ = 0, lw_done_ = 0;
+  MxuTiming mxu_;
   uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_free_ = 0;
-  bool switch_pending_ = false;
   Calendar port_;                // the memory port's request slots (ticks), loads' and stores'
   Calendar ld_port_;             // the loads' alone
   std::optional<HbmModel> hbm_;  // behind the port on an HBM preset
