@@ -243,7 +243,8 @@ struct RunOptions {
   std::string layers, out;   // a layer file with .npy operands; the output as .npy
   bool seed_given = false;   // --seed was on the command line
   bool bias = false, relu = false, demo = false;
-  bool bf16x2 = false;  // --matmul: A and W bf16 two per word in HBM
+  bool bf16x2 = false;       // --matmul: A and W bf16 two per word in HBM
+  bool timing_only = false;  // --backend fast: the cycles without the data (docs/scale.md)
   std::string form = "automatic";
   uint64_t seed = 1, timeout = 0;
   std::vector<std::string> hbm_in, hbm_out;
@@ -335,12 +336,14 @@ int cmd_compile(const RunOptions& o, const std::string& out) {
   return kExitOk;
 }
 
-void print_run(const tp::driver::MatmulRun& run, Chip& chip) {
+void print_run(const tp::driver::MatmulRun& run, Chip& chip, bool timing_only = false) {
   fmt::print("{} on {} (preset '{}', n={}), seed {}\n", run.what, chip.backend_name(), chip.preset().name, chip.lanes(),
              run.seed);
   fmt::print("  status:      {}\n", tp::driver::describe(run.status));
   if (run.status.ok()) {
-    if (run.pass) {
+    if (timing_only) {
+      fmt::print("  check:       none (timing only: no data moved)\n");
+    } else if (run.pass) {
       fmt::print("  check:       PASS (bit-exact with the host reference)\n");
     } else {
       const auto& m = *run.first_mismatch;
@@ -403,6 +406,8 @@ int cmd_run(const RunOptions& o) {
   if (modes != 1) throw UsageError("run: give exactly one of a program file, --matmul MxKxN, --mlp MxKxHxN or --demo");
   if ((o.bias || o.relu || o.bf16x2) && o.matmul.empty())
     throw UsageError("run: --bias, --relu and --bf16x2 go with --matmul");
+  if (o.timing_only && (o.backend != "fast" || !o.program.empty()))
+    throw UsageError("run: --timing-only goes with --backend fast and --matmul, --mlp or --demo");
   if (!o.program.empty() && o.form != "automatic")
     throw UsageError("run: --form goes with --matmul, --mlp or --demo (a program file is already written)");
   if (o.program.empty() && (!o.hbm_in.empty() || !o.hbm_out.empty()))
@@ -505,7 +510,8 @@ int cmd_run(const RunOptions& o) {
   std::vector<tp::driver::MatmulRun> runs;
   bool ok = true;
   for (const Backend b : backends) {
-    auto chip = Chip::open(o.preset, b);
+    auto chip =
+        o.timing_only ? tp::driver::make_golden_chip(tp::load_preset(o.preset), true, true) : Chip::open(o.preset, b);
     if (o.obs.on()) chip->set_trace(obs.add("chip (0, 0)", chip->backend_name()));
     tp::driver::MatmulRun run;
     if (o.demo) {
@@ -520,7 +526,8 @@ int cmd_run(const RunOptions& o) {
       const auto s = parse_shape(o.mlp, 4, "--mlp");
       run = tp::driver::run_mlp(*chip, {s[0], s[1], s[2], s[3], form}, o.seed, o.timeout);
     }
-    print_run(run, *chip);
+    if (o.timing_only) run.pass = run.status.ok();  // no data moved: nothing to check
+    print_run(run, *chip, o.timing_only);
     if (o.obs.profile) {
       obs.print_profiles(obs.chips.size() - 1);
       fmt::print("  MXU utilization {:.1f}%, {:.3f} of the roofline ({:.0f} cycles)\n", 100.0 * run.mxu_utilization,
@@ -742,8 +749,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
       ++unlisted;
     }
   }
-  if (unlisted > 0)
-    fmt::print("  ... and {} more chips done (each chip's counters: --report)\n", unlisted);
+  if (unlisted > 0) fmt::print("  ... and {} more chips done (each chip's counters: --report)\n", unlisted);
   r.timelines = s->timelines();
   const double chip_cycles = static_cast<double>(r.status.cycles) * pod.kx * pod.ky;
   const double rate = r.status.wall_seconds > 0 ? chip_cycles / r.status.wall_seconds : 0.0;
@@ -1179,6 +1185,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--bias", run.bias, "--matmul: add a bias row");
   run_cmd->add_flag("--relu", run.relu, "--matmul: apply ReLU");
   run_cmd->add_flag("--bf16x2", run.bf16x2, "--matmul: A and W in HBM as bf16 two per word (packed loads)");
+  run_cmd->add_flag("--timing-only", run.timing_only,
+                    "--backend fast with --matmul, --mlp or --demo: the cycles and counters without the data");
   run_cmd->add_option("--mlp", run.mlp, "compile and run a two-layer MLP MxKxHxN (x[M,K] -> h[M,H] -> y[M,N])");
   run_cmd->add_flag("--demo", run.demo, "the make sim demo: the MLP 8n x 8n x 16n x 4n for the preset's n x n MXU");
   run_cmd
@@ -1246,8 +1254,9 @@ int main(int argc, char** argv) {
   pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
   pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
   pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str()->check(kUnsigned);
-  pod_cmd->add_option("--timeout", pod.timeout,
-                      "cycles before giving up (golden, fast: instructions per chip; 0: automatic)")
+  pod_cmd
+      ->add_option("--timeout", pod.timeout,
+                   "cycles before giving up (golden, fast: instructions per chip; 0: automatic)")
       ->capture_default_str()
       ->check(kUnsigned);
   pod_cmd->add_option("--watchdog", pod.watchdog, "cycles with every unfinished chip waiting that make a deadlock")
@@ -1270,7 +1279,8 @@ int main(int argc, char** argv) {
       "the all-reduce's share, every step checked bit-exact against the host's mirror");
   train_cmd->add_option("--slice", train.slice, "slice shape WxH (a pod of that shape)")->capture_default_str();
   train_cmd->add_option("--config", train.preset, "the chips' preset (default: the pods' default's)")->check(kNonEmpty);
-  train_cmd->add_option("--backend", train.backend, "rtl, golden, fast or both (rtl and golden)")->capture_default_str();
+  train_cmd->add_option("--backend", train.backend, "rtl, golden, fast or both (rtl and golden)")
+      ->capture_default_str();
   train_cmd->add_option("--steps", train.spec.steps, "SGD steps")->capture_default_str()->check(kUnsigned);
   train_cmd->add_option("--batch", train.spec.batch, "the global batch (divided over the chips)")
       ->capture_default_str()
@@ -1282,8 +1292,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--seed", train.spec.seed, "the data, the teacher and the initial weights")
       ->capture_default_str()
       ->check(kUnsigned);
-  train_cmd->add_option("--timeout", train.timeout,
-                        "cycles before giving up (golden, fast: instructions per chip; 0: automatic)")
+  train_cmd
+      ->add_option("--timeout", train.timeout,
+                   "cycles before giving up (golden, fast: instructions per chip; 0: automatic)")
       ->capture_default_str()
       ->check(kUnsigned);
   train_cmd->add_option("--report", train.report, "write a JSON report to this file")->check(kNonEmpty);

@@ -71,6 +71,8 @@ def main():
             (["run", "--matmul", "8x8x8", "--backend", "quick"], "rtl, golden, fast"),
             (["pod", "--topology", "nopod", "--backend", "fast", "--demo"], "nopod"),
             (["pod", "--topology", "2x2", "--backend", "fast", "--golden-chip", "0,0", "--demo"], "--golden-chip"),
+            (["run", "--matmul", "8x8x8", "--timing-only"], "--timing-only"),
+            (["run", "p.tpb", "--backend", "fast", "--timing-only"], "--timing-only"),
         ]
         # The harnesses' wave folder (TP_WAVES, docs/verification.md "Waves"): a file is no folder.
         for env, needle in (({"TP_WAVES": "p.s"}, "is a file, not a folder"),
@@ -93,6 +95,9 @@ def main():
             (["run", "p.tpb", "--backend", "both", "--report", "p.json"], "HBM bit-exact"),
             (["run", "--matmul", "20x9x17", "--bias", "--backend", "both", "--config", "tiny", "--trace", "t.json",
               "--profile", "--report", "r.json"], "op profile: rtl chip (0, 0)"),
+            (["run", "--matmul", "64x64x64", "--backend", "fast", "--config", "tiny"], "(fast model)"),
+            (["run", "--mlp", "64x32x48x16", "--backend", "fast", "--timing-only", "--config", "tiny"],
+             "timing only: no data moved"),
         ]
         for args, needle in good:
             code, out = run(args, d)
