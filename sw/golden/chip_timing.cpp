@@ -73,12 +73,7 @@ class DataflowTiming final : public ChipTiming {
     uint64_t start = 0, complete = 0;
     switch (in.op) {
       case Op::fence:
-        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]});
-        complete = start;
-        if (q == kMxu)
-          mxu_.handoff = start;
-        else
-          unit_free_[q] = complete;
+        start = complete = fence_start(ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]);
         break;
       case Op::dma_ld:
       case Op::dma_st:

@@ -79,6 +79,14 @@ struct MxuTiming {
   }
 };
 
+// A fence, in both timing models: it starts once its queue's earlier instructions are complete
+// and its unit has taken the last of them (unit_time: the MXU unit's handoff, another unit's last
+// completion), takes no time, and becomes the unit's time.
+inline uint64_t fence_start(uint64_t ready, uint64_t queue_done, uint64_t& unit_time) {
+  unit_time = std::max({ready, queue_done, unit_time});
+  return unit_time;
+}
+
 // The dataflow estimate (chip_timing.cpp has its rules).
 std::unique_ptr<ChipTiming> make_dataflow_timing(const tp::Preset&);
 // The fast chip model's timing, calibrated against the RTL (fast_timing.cpp, docs/scale.md).

@@ -43,7 +43,6 @@ namespace {
 using isa::Op;
 
 constexpr unsigned kMxu = static_cast<unsigned>(isa::Unit::mxu);
-constexpr uint64_t kTick = 64;  // calendar ticks per cycle (every booking is whole cycles today)
 
 // The chip's HBM behind its port (tp_mem_hbm, one tp_hbm_ctrl per pseudo-channel), per 32-byte
 // burst: the port's address map (pseudo-channel, bank, row, column), each bank's open row (a
@@ -93,7 +92,7 @@ class HbmModel {
     return accepted_;
   }
   void prune(uint64_t t) {
-    for (auto& c : pcs_) c.bus.prune(t * kTick);
+    for (auto& c : pcs_) c.bus.prune(t);
   }
 
  private:
@@ -105,7 +104,7 @@ class HbmModel {
   };
   struct Pc {
     std::vector<Bank> banks;
-    Calendar bus;                    // ticks
+    Calendar bus;                    // cycles
     std::array<uint64_t, 4> acts{};  // the last four ACTs (tFAW)
     unsigned act_i = 0;
     uint64_t last_act = 0;
@@ -149,7 +148,7 @@ class HbmModel {
       c.write_debt += 2;
       if (c.write_debt >= 2ull * h_.write_hi) {
         const uint64_t drain = c.write_debt - 2ull * h_.write_lo;
-        (void)c.bus.book(arrive * kTick, 1, drain * kTick);
+        (void)c.bus.book(arrive, 1, drain);
         c.busy_until = std::max(c.busy_until, arrive + drain);
         c.write_debt -= drain;
       }
@@ -171,8 +170,7 @@ class HbmModel {
       cas = act + tm.trcd;
     }
     const uint64_t lat = write ? tm.cwl : tm.cl;
-    const auto [first, end] = c.bus.book((cas + lat) * kTick, 1, 2 * kTick);
-    const uint64_t data = (first + kTick - 1) / kTick, done = (end + kTick - 1) / kTick;
+    const auto [data, done] = c.bus.book(cas + lat, 1, 2);
     k.last_cas = data - lat;
     k.cas_ok = k.last_cas + tm.tccd_l;
     slot = k.last_cas + 1;
@@ -263,12 +261,7 @@ class FastTiming final : public ChipTiming {
     ready += k_.start_delay;
     switch (in.op) {
       case Op::fence:
-        start = std::max({ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]});
-        complete = start;
-        if (q == kMxu)
-          mxu_.handoff = start;
-        else
-          unit_free_[q] = complete;
+        start = complete = fence_start(ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]);
         break;
       case Op::dma_ld: {
         const uint64_t beats = uint64_t{f.rows} * f.cols, per_beat = 1ull << f.packed;
@@ -380,11 +373,11 @@ class FastTiming final : public ChipTiming {
   // instructions are placed in an order of their own and a load's latency is what a program waits on.
   uint64_t request(uint64_t t, bool load) {
     if (load) {
-      const uint64_t c = ld_port_.book(t * kTick, 1, kTick).first;
-      (void)port_.book(c, 1, kTick);
-      return c / kTick;
+      const uint64_t c = ld_port_.book(t, 1, 1).first;
+      (void)port_.book(c, 1, 1);
+      return c;
     }
-    return port_.book(t * kTick, 1, kTick).first / kTick;
+    return port_.book(t, 1, 1).first;
   }
 
   uint64_t send_flits(uint64_t rows) const { return rows * body_flits_ + (rows + 3) / 4; }
@@ -394,8 +387,8 @@ class FastTiming final : public ChipTiming {
     uint64_t t = front_t_;
     for (const auto& d : pending_)
       if (!d.empty()) t = std::min(t, d.front());
-    port_.prune(t * kTick);
-    ld_port_.prune(t * kTick);
+    port_.prune(t);
+    ld_port_.prune(t);
     if (hbm_) hbm_->prune(t);
   }
 
@@ -412,7 +405,7 @@ class FastTiming final : public ChipTiming {
   uint64_t front_t_ = 0;
   MxuTiming mxu_;
   uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_free_ = 0;
-  Calendar port_;                // the memory port's request slots (ticks), loads' and stores'
+  Calendar port_;                // the memory port's request slots (cycles), loads' and stores'
   Calendar ld_port_;             // the loads' alone
   std::optional<HbmModel> hbm_;  // behind the port on an HBM preset
 };
