@@ -11,6 +11,7 @@ PACKAGES=(
   verilator                          # RTL -> C++
   libsystemc-dev                     # SystemC (the pod testbench)
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libxtensor-dev  # C++ libraries (xtensor: .npy files)
+  openmpi-bin libopenmpi-dev         # MPI: a pod split over processes (mpirun -np R tensorpod pod ...)
   python3                            # the ISA generator (configure) and the benchmark plots
   python3-matplotlib                 # the benchmark plots (make plots, make bench, a test)
   yosys z3                           # synthesis for the area figures (make area) and the proofs

@@ -16,8 +16,8 @@ target_link_libraries(tp_driver PRIVATE xtensor nlohmann_json::nlohmann_json)
 function(tp_add_tensorpod target)
   add_executable(${target} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../tools/tensorpod.cpp)
   target_compile_options(${target} PRIVATE ${TP_WARNINGS})
-  target_link_libraries(${target} PRIVATE tp_driver tp_compiler tp_energy nlohmann_json::nlohmann_json CLI11::CLI11
-                        ${ARGN})
+  target_link_libraries(${target} PRIVATE tp_driver tp_compiler tp_energy tp_mpi nlohmann_json::nlohmann_json
+                        CLI11::CLI11 ${ARGN})
 endfunction()
 
 # The golden-only tool; the RTL backends are linked in with target_link_libraries(tensorpod ...)

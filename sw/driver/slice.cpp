@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "interrupt.h"
+#include "pod_comm.h"
 #include "pod_model.h"
 
 namespace tp::driver {
@@ -27,10 +28,11 @@ class GoldenSlice final : public Slice {
  public:
   GoldenSlice(const PodSpec& pod, const SliceShape& shape, const SliceOptions& opt, bool fast)
       : Slice(pod, shape), model_(pod.preset, {pod.kx, pod.ky, pod.link_latency}, slices(shape, opt)), fast_(fast) {
+    if (opt.comm) model_.distribute(opt.comm);
     if (fast)
       for (unsigned y = 0; y < pod.ky; ++y)
         for (unsigned x = 0; x < pod.kx; ++x)  // the pod's preset: its torus and link latency
-          model_.chip(x, y).set_timing(golden::make_fast_timing(model_.preset()));
+          if (model_.owns(x, y)) model_.chip(x, y).set_timing(golden::make_fast_timing(model_.preset()));
   }
 
   std::string backend_name() const override { return fast_ ? "fast" : "golden"; }
@@ -41,23 +43,50 @@ class GoldenSlice final : public Slice {
     if (words.size() % c.lanes() != 0)
       throw DriverError(fmt::format("write: {} words is not a whole number of {}-lane beats", words.size(), c.lanes()));
     try {
-      c.write_hbm(beat, words);
+      if (model_.owns(x, y))
+        c.write_hbm(beat, words);
+      else  // distributed: the owner writes; every rank refuses a bad range alike
+        c.check_hbm_range("write_hbm", beat, words.size() / c.lanes());
     } catch (const std::out_of_range& e) {
       throw DriverError(fmt::format("write on chip ({},{}): {}", x, y, e.what()));
     }
   }
   std::vector<uint32_t> read_pod_chip(unsigned x, unsigned y, uint64_t beat, uint64_t beats) override {
     check_pod_chip(x, y);
-    try {
-      return model_.chip(x, y).read_hbm(beat, beats);
-    } catch (const std::out_of_range& e) {
-      throw DriverError(fmt::format("read on chip ({},{}): {}", x, y, e.what()));
+    const auto read = [&] {
+      try {
+        return model_.chip(x, y).read_hbm(beat, beats);
+      } catch (const std::out_of_range& e) {
+        throw DriverError(fmt::format("read on chip ({},{}): {}", x, y, e.what()));
+      }
+    };
+    const auto& comm = model_.comm();
+    if (!comm) return read();
+    // Distributed: the owner reads and sends the words (or its error) to every rank.
+    const unsigned owner = model_.owner(model_.index(x, y));
+    golden::ByteWriter w;
+    if (comm->rank() == owner) {
+      try {
+        const auto words = read();
+        w.put<uint8_t>(1);
+        w.put_span(std::span<const uint32_t>(words));
+      } catch (const DriverError& e) {
+        w.put<uint8_t>(0);
+        w.put_string(e.what());
+      }
     }
+    const auto got = comm->broadcast(std::move(w.bytes()), owner);
+    golden::ByteReader rd(got);
+    if (rd.get<uint8_t>() == 0) throw DriverError(rd.get_string());
+    return rd.get_vector<uint32_t>();
   }
 
   SliceStatus run(uint64_t timeout) override {
     if (ran_) throw DriverError("slice: run() once per slice");
     ran_ = true;
+    const auto& comm = model_.comm();
+    if (comm && tracing())
+      throw DriverError("slice: a distributed pod records no timelines (run it in one process to trace it)");
     const unsigned kx = pod().kx;
     for (unsigned idx = 0; idx < programs_.size(); ++idx)
       if (programs_[idx]) {
@@ -70,10 +99,19 @@ class GoldenSlice final : public Slice {
         std::count_if(programs_.begin(), programs_.end(), [](const auto& p) { return p.has_value(); }));
     const uint64_t budget =
         timeout > UINT64_MAX / std::max<uint64_t>(1, loaded) ? UINT64_MAX : timeout * std::max<uint64_t>(1, loaded);
+    // Distributed: the ranks start together, so the host's work before the run (which differs
+    // between ranks) is not counted as the run's synchronisation.
+    if (comm) (void)comm->all_gather({});
+    const double sync0 = comm ? comm->sync_seconds() : 0.0;
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = model_.run(budget);
     SliceStatus st;
     st.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st.rounds = r.rounds;
+    if (comm) {
+      st.ranks = comm->ranks();
+      st.sync_seconds = comm->sync_seconds() - sync0;
+    }
     st.deadlock = r.deadlock;
     st.timed_out = !r.done && !r.deadlock;
     st.interrupted = st.timed_out && tp::interrupted();
@@ -93,6 +131,7 @@ class GoldenSlice final : public Slice {
       o.wait_pc = c.wait_pc;
       o.wait_sem = c.wait_sem;
       st.chips.push_back(o);
+      if (!model_.owns(o.x, o.y)) continue;  // its owner's counters arrive below
       const auto& s = model_.chip(o.x, o.y).stats();
       counters_[idx] = {{std::string(kCycles), r.est_cycles[idx]},
                         {"est_cycles", r.est_cycles[idx]},
@@ -109,6 +148,7 @@ class GoldenSlice final : public Slice {
         timelines_.back().set_group("golden");
       }
     }
+    if (comm) gather_counters(st);
     st.report = describe_outcomes(st);
     return st;
   }
@@ -120,6 +160,35 @@ class GoldenSlice final : public Slice {
   }
 
  private:
+  // Distributed: every rank's chips' counters on every rank; the wall time and the share of it
+  // spent synchronising, the worst over the ranks.
+  void gather_counters(SliceStatus& st) {
+    const auto& comm = model_.comm();
+    golden::ByteWriter w;
+    w.put<double>(st.wall_seconds);
+    w.put<double>(st.wall_seconds > 0 ? st.sync_seconds / st.wall_seconds : 0.0);
+    for (const auto& [idx, m] : counters_) {
+      w.put<uint32_t>(idx);
+      w.put<uint64_t>(m.size());
+      for (const auto& [k, v] : m) {
+        w.put_string(k);
+        w.put<uint64_t>(v);
+      }
+    }
+    for (const auto& in : comm->all_gather(w.bytes())) {
+      golden::ByteReader rd(in);
+      st.wall_seconds = std::max(st.wall_seconds, rd.get<double>());
+      st.max_sync_fraction = std::max(st.max_sync_fraction, rd.get<double>());
+      while (!rd.done()) {
+        auto& m = counters_[rd.get<uint32_t>()];
+        for (uint64_t k = rd.get<uint64_t>(); k > 0; --k) {
+          std::string name = rd.get_string();
+          m[name] = rd.get<uint64_t>();
+        }
+      }
+    }
+  }
+
   static std::vector<golden::Slice> slices(const SliceShape& s, const SliceOptions& opt) {
     std::vector<golden::Slice> out{{s.x0, s.y0, s.w, s.h}};
     for (const auto& o : opt.others) out.push_back({o.x0, o.y0, o.w, o.h});
@@ -178,6 +247,7 @@ std::unique_ptr<Slice> Slice::open(const PodSpec& pod, const SliceShape& shape, 
   check_slice(pod, shape);
   for (const auto& o : opt.others) check_slice(pod, o);
   if (b == Backend::golden || b == Backend::fast) return make_golden_slice(pod, shape, opt, b == Backend::fast);
+  if (opt.comm) throw DriverError("a distributed pod (several ranks) runs on the golden or fast backend, not on rtl");
   const auto& r = slice_registry();
   const auto it = r.find(pod.preset.name);
   if (it == r.end()) {

@@ -25,6 +25,10 @@
 #include "energy.h"
 #include "isa.h"
 
+namespace tp::golden {
+class PodComm;
+}
+
 namespace tp::driver {
 
 // A pod: a torus of kx x ky chips of one preset, its links and its host boards.
@@ -57,6 +61,11 @@ struct SliceOptions {
   // rtl: these chips (pod coordinates) are golden chips behind Verilated routers, the rest
   // Verilated chips: a mixed pod (docs/pod.md).
   std::vector<std::pair<unsigned, unsigned>> golden_chips;
+  // golden and fast: the pod split over the ranks of comm (golden/pod_comm.h; MPI under mpirun).
+  // Every rank opens the same slice and makes the same calls (SPMD); each runs its block of chips,
+  // a read is served by the chip's owner to every rank, and the results (status, counters) are on
+  // every rank. Tracing is refused.
+  std::shared_ptr<golden::PodComm> comm;
 };
 
 struct ChipOutcome {
@@ -77,6 +86,13 @@ struct SliceStatus {
   double wall_seconds = 0;         // wall-clock time of the run
   double chip_eval_seconds = 0;    // rtl: of which inside the chips' own evaluation (the rest: the pod)
   bool ok() const;                 // every chip done without error, no deadlock, no timeout
+  // Distributed (SliceOptions::comm): ranks, the rounds (each a synchronisation), this rank's
+  // seconds inside the synchronisation (exchanging and waiting) during run(), and the largest
+  // such share of wall_seconds over the ranks.
+  unsigned ranks = 1;
+  uint64_t rounds = 0;
+  double sync_seconds = 0;
+  double max_sync_fraction = 0;
 };
 
 class Slice {

@@ -74,13 +74,17 @@ std::vector<uint32_t> ChipModel::read_hbm(uint64_t beat, uint64_t beats) const {
 // ---------------------------------------------------------------------------------------------
 // Program and run
 
-void ChipModel::load(const isa::Program& prog) {
+void ChipModel::check_loadable(const isa::Program& prog) const {
   isa::check_preset(prog, preset_);
   if (prog.code.size() > preset_.chip.imem_words)
     throw std::invalid_argument(
         fmt::format("ChipModel::load: program of {} instructions does not fit the {}-word "
                     "instruction memory",
                     prog.code.size(), preset_.chip.imem_words));
+}
+
+void ChipModel::load(const isa::Program& prog) {
+  check_loadable(prog);
   code_ = prog.code;
   decoded_.resize(code_.size());  // decoded once: a loop fetches the same words again and again
   for (std::size_t i = 0; i < code_.size(); ++i) decoded_[i] = isa::decode(code_[i]);

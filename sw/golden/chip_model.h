@@ -65,12 +65,16 @@ class ChipModel {
   // throw std::out_of_range when the beats run past chip.hbm_beats. Unwritten memory reads 0.
   void write_hbm(uint64_t beat, std::span<const uint32_t> words);
   std::vector<uint32_t> read_hbm(uint64_t beat, uint64_t beats) const;
+  // Their range check alone (what: the caller's name, for the message).
+  void check_hbm_range(const char* what, uint64_t beat, uint64_t beats) const;
 
   // Loads a program and resets the run state (PC 0, queues, semaphores, statistics), as the
   // host's start does. VMEM, the accumulators and HBM keep their contents. Throws isa::IsaError
   // when the program was built for another preset, std::invalid_argument when it is longer than
   // chip.imem_words.
   void load(const isa::Program&);
+  // load()'s checks alone: throws as load() would, changes nothing.
+  void check_loadable(const isa::Program&) const;
 
   struct Result {
     isa::Err err = isa::Err::none;
@@ -171,7 +175,6 @@ class ChipModel {
   // HBM pages (sparse).
   const uint32_t* hbm_beat(uint64_t beat) const;  // nullptr: never written (reads 0)
   uint32_t* hbm_beat_mut(uint64_t beat);
-  void check_hbm_range(const char* what, uint64_t beat, uint64_t beats) const;
 
   tp::Preset preset_;
   trace::ChipTrace timeline_{"chip", {}};

@@ -89,12 +89,29 @@ void PodModel::load(unsigned x, unsigned y, const isa::Program& p) {
   const unsigned i = index(x, y);
   if (slice_of_[i] < 0)
     throw std::invalid_argument(fmt::format("PodModel::load: chip ({}, {}) is in no slice (idle)", x, y));
-  chips_[i].load(p);
+  if (mine(i))
+    chips_[i].load(p);
+  else
+    chips_[i].check_loadable(p);  // the owner loads it; every rank refuses a bad program alike
   loaded_[i] = true;
   last_[i] = ChipModel::Result{};
 }
 
 bool PodModel::loaded(unsigned x, unsigned y) const { return loaded_[index(x, y)]; }
+
+void PodModel::distribute(std::shared_ptr<PodComm> comm) {
+  if (std::find(loaded_.begin(), loaded_.end(), true) != loaded_.end())
+    throw std::logic_error("PodModel::distribute: call it before any load()");
+  comm_ = std::move(comm);
+  owner_.clear();
+  if (!comm_) return;
+  std::vector<unsigned> active;
+  for (unsigned i = 0; i < size(); ++i)
+    if (slice_of_[i] >= 0) active.push_back(i);
+  owner_.assign(size(), 0);
+  const uint64_t ranks = comm_->ranks();
+  for (std::size_t k = 0; k < active.size(); ++k) owner_[active[k]] = static_cast<unsigned>(k * ranks / active.size());
+}
 
 // A chip in pod mode sends through the pod (delivered after the round); one that is not (a 1x1
 // slice) delivers to itself at once and can send nowhere else.
@@ -122,7 +139,7 @@ PodResult PodModel::run(uint64_t max_steps) {
   for (;;) {
     bool moved = false;
     for (unsigned i = 0; i < size() && !watchdog; ++i) {
-      if (!loaded_[i] || last_[i].done) continue;
+      if (!loaded_[i] || last_[i].done || !mine(i)) continue;
       const uint64_t before = last_[i].steps;
       const ChipModel::Result r = chips_[i].run(budget);
       const uint64_t ran = r.steps - before;
@@ -131,9 +148,19 @@ PodResult PodModel::run(uint64_t max_steps) {
       last_[i] = r;
       if (!r.done && !r.waiting) watchdog = true;  // the budget ran out
     }
-    // Deliver what this round sent, in send order.
+    ++out.rounds;
     std::vector<Pending> batch;
     batch.swap(pending_);
+    bool all_finished = true;
+    for (unsigned i = 0; i < size(); ++i) all_finished = all_finished && (!loaded_[i] || !mine(i) || last_[i].done);
+    if (comm_) {
+      // A message sent anywhere is delivered somewhere: the pod moved.
+      const RoundState g = exchange_round(batch, {moved || !batch.empty(), all_finished, watchdog});
+      moved = g.moved;
+      all_finished = g.finished;
+      watchdog = g.watchdog;
+    }
+    // Deliver what this round sent, in send order.
     for (Pending& p : batch) {
       ChipModel& to = chips_[index(p.msg.dst.x, p.msg.dst.y)];
       to.deliver(p.msg.raddr, p.msg.words, p.msg.rsem, p.msg.arrive_t);
@@ -142,8 +169,6 @@ PodResult PodModel::run(uint64_t max_steps) {
       ++out.messages;
       moved = true;
     }
-    bool all_finished = true;
-    for (unsigned i = 0; i < size(); ++i) all_finished = all_finished && (!loaded_[i] || last_[i].done);
     if (all_finished) {
       out.done = true;
       break;
@@ -154,17 +179,112 @@ PodResult PodModel::run(uint64_t max_steps) {
       break;
     }
   }
-  out.chips = last_;
   out.est_cycles.resize(size());
+  for (unsigned i = 0; i < size(); ++i) out.est_cycles[i] = chips_[i].stats().est_cycles;  // 0 where it never ran
+  if (comm_) gather_results(out);
+  out.chips = last_;
   out.pod_est_cycles = latest_arrival_;
   for (unsigned i = 0; i < size(); ++i) {
-    out.est_cycles[i] = chips_[i].stats().est_cycles;
     out.pod_est_cycles = std::max(out.pod_est_cycles, out.est_cycles[i]);
     out.steps += last_[i].steps;
     out.errors = out.errors || (loaded_[i] && last_[i].err != isa::Err::none);
   }
   out.report = report(out);
   return out;
+}
+
+PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, RoundState mine_state) {
+  const unsigned ranks = comm_->ranks(), me = comm_->rank();
+  std::vector<ByteWriter> to(ranks);
+  for (ByteWriter& w : to) {
+    w.put<uint8_t>(mine_state.moved);
+    w.put<uint8_t>(mine_state.finished);
+    w.put<uint8_t>(mine_state.watchdog);
+  }
+  std::vector<Pending> local;
+  for (Pending& p : batch) {
+    const unsigned r = owner(index(p.msg.dst.x, p.msg.dst.y));
+    if (r == me) {
+      local.push_back(std::move(p));
+      continue;
+    }
+    ByteWriter& w = to[r];
+    w.put<uint32_t>(p.from);
+    for (const unsigned v : {p.msg.src.x, p.msg.src.y, p.msg.dst.x, p.msg.dst.y, p.msg.rsem}) w.put<uint32_t>(v);
+    w.put<uint32_t>(p.msg.raddr);
+    w.put<uint32_t>(p.msg.pc);
+    w.put<uint64_t>(p.msg.arrive_t);
+    w.put_span(std::span<const uint32_t>(p.msg.words));
+  }
+  std::vector<Bytes> out(ranks);
+  for (unsigned r = 0; r < ranks; ++r) out[r] = std::move(to[r].bytes());
+  const std::vector<Bytes> in = comm_->exchange(out);
+  RoundState g{false, true, false};
+  for (unsigned r = 0; r < ranks; ++r) {
+    ByteReader rd(in[r]);
+    g.moved = rd.get<uint8_t>() || g.moved;
+    g.finished = rd.get<uint8_t>() && g.finished;
+    g.watchdog = rd.get<uint8_t>() || g.watchdog;
+    if (r == me) continue;  // its own messages stayed in `local`
+    while (!rd.done()) {
+      Pending p;
+      p.from = rd.get<uint32_t>();
+      p.msg.src.x = rd.get<uint32_t>();
+      p.msg.src.y = rd.get<uint32_t>();
+      p.msg.dst.x = rd.get<uint32_t>();
+      p.msg.dst.y = rd.get<uint32_t>();
+      p.msg.rsem = rd.get<uint32_t>();
+      p.msg.raddr = rd.get<uint32_t>();
+      p.msg.pc = rd.get<uint32_t>();
+      p.msg.arrive_t = rd.get<uint64_t>();
+      p.msg.words = rd.get_vector<uint32_t>();
+      local.push_back(std::move(p));
+    }
+  }
+  // One process delivers in send order: chips run in index order, each sends in issue order.
+  std::stable_sort(local.begin(), local.end(), [](const Pending& a, const Pending& b) { return a.from < b.from; });
+  batch = std::move(local);
+  return g;
+}
+
+void PodModel::gather_results(PodResult& out) {
+  ByteWriter w;
+  w.put<uint64_t>(latest_arrival_);
+  w.put<uint64_t>(out.messages);
+  for (unsigned i = 0; i < size(); ++i) {
+    if (!loaded_[i] || !mine(i)) continue;
+    const ChipModel::Result& r = last_[i];
+    w.put<uint32_t>(i);
+    w.put<uint32_t>(static_cast<uint32_t>(r.err));
+    w.put<uint32_t>(r.pc);
+    w.put<uint8_t>(r.done);
+    w.put<uint64_t>(r.steps);
+    w.put<uint8_t>(r.waiting);
+    w.put<uint32_t>(r.wait_pc);
+    w.put<uint32_t>(r.wait_sem);
+    w.put<uint64_t>(out.est_cycles[i]);
+  }
+  const auto all = comm_->all_gather(w.bytes());
+  uint64_t messages = 0;
+  for (unsigned r = 0; r < all.size(); ++r) {
+    ByteReader rd(all[r]);
+    latest_arrival_ = std::max(latest_arrival_, rd.get<uint64_t>());
+    messages += rd.get<uint64_t>();
+    while (!rd.done()) {
+      const unsigned i = rd.get<uint32_t>();
+      if (i >= size()) throw std::runtime_error("PodModel: a rank's results name a chip outside the pod");
+      ChipModel::Result& c = last_[i];
+      c.err = static_cast<isa::Err>(rd.get<uint32_t>());
+      c.pc = rd.get<uint32_t>();
+      c.done = rd.get<uint8_t>();
+      c.steps = rd.get<uint64_t>();
+      c.waiting = rd.get<uint8_t>();
+      c.wait_pc = rd.get<uint32_t>();
+      c.wait_sem = rd.get<uint32_t>();
+      out.est_cycles[i] = rd.get<uint64_t>();
+    }
+  }
+  out.messages = messages;
 }
 
 std::string PodModel::report(const PodResult& r) const {

@@ -17,6 +17,12 @@
 // (ChipTiming::ici_arrival), and the count it gives to rsem carries that time, so a receiver that waits on the message
 // cannot complete the waiting instruction before the arrival. The estimate is optimistic: the
 // network has no contention, and a chip runs ahead as far as its semaphores let it.
+//
+// Distributed (distribute(), pod_comm.h): each rank runs the rounds on its own chips; at the end
+// of a round the ranks exchange the messages for each other's chips and whether anything moved,
+// and each delivers to its chips in the one-process order (by sender index, then send order).
+// A chip sees only messages of earlier rounds either way, so the results and the cycles are
+// those of one process. The watchdog's budget counts each rank's own instructions.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +34,7 @@
 #include "config.h"
 #include "ici_model.h"
 #include "isa.h"
+#include "pod_comm.h"
 
 namespace tp::golden {
 
@@ -45,6 +52,7 @@ struct PodResult {
   bool errors = false;                   // some chip stopped with an error
   uint64_t steps = 0;                    // instructions (unit and scalar) of every chip since load
   uint64_t messages = 0;                 // messages the pod delivered in this run() (not a 1x1 slice's own)
+  uint64_t rounds = 0;                   // rounds in this run() (distributed: each one a synchronisation)
   std::string report;                    // human-readable: the pod's state and one line per loaded chip
   bool ok() const { return done && !errors; }
 };
@@ -70,6 +78,16 @@ class PodModel {
   ChipModel& chip(unsigned x, unsigned y);
   const ChipModel& chip(unsigned x, unsigned y) const;
 
+  // Splits the pod over comm's ranks (above); this process runs the chips it owns. The chips of
+  // the slices, in index order, are cut into comm.ranks() consecutive blocks of nearly equal size,
+  // rank r owning the r-th; idle chips belong to rank 0. Call before load() and run(), on every
+  // rank alike. A chip this rank does not own is only checked by load() and never runs here: its
+  // memory is the owner's (write to and read from the chips you own; run()'s results cover all).
+  void distribute(std::shared_ptr<PodComm>);
+  const std::shared_ptr<PodComm>& comm() const { return comm_; }
+  unsigned owner(unsigned index) const { return owner_.empty() ? 0 : owner_.at(index); }
+  bool owns(unsigned x, unsigned y) const { return mine(index(x, y)); }
+
   // Loads a chip's program (ChipModel::load). Throws std::invalid_argument for an idle chip.
   void load(unsigned x, unsigned y, const isa::Program&);
   bool loaded(unsigned x, unsigned y) const;
@@ -84,7 +102,17 @@ class PodModel {
     IciMessage msg;
   };
 
+  bool mine(unsigned i) const { return !comm_ || owner_[i] == comm_->rank(); }
   void hook_senders();
+  // Distributed: the round's messages to and from the other ranks, and whether any rank moved,
+  // finished or hit its watchdog; batch holds this rank's messages for its own chips on return,
+  // in delivery order.
+  struct RoundState {
+    bool moved = false, finished = true, watchdog = false;
+  };
+  RoundState exchange_round(std::vector<Pending>& batch, RoundState mine);
+  // Distributed: every rank's chips' results, on every rank.
+  void gather_results(PodResult&);
   std::string report(const PodResult&) const;
 
   tp::Preset preset_;
@@ -96,6 +124,8 @@ class PodModel {
   std::vector<ChipModel::Result> last_;  // the latest result of each chip
   std::vector<Pending> pending_;         // sent during the current round
   uint64_t latest_arrival_ = 0;
+  std::shared_ptr<PodComm> comm_;
+  std::vector<unsigned> owner_;  // by chip index (distributed)
 };
 
 }  // namespace tp::golden

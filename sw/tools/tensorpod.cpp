@@ -27,6 +27,8 @@
 #include "interrupt.h"
 #include "isa.h"
 #include "layer_file.h"
+#include "mpi_world.h"
+#include "pod_comm.h"
 #include "pod_programs.h"
 #include "shard.h"
 #include "slice.h"
@@ -571,6 +573,7 @@ struct PodOptions {
   std::string matmul, traffic, collective, algorithm;
   uint64_t seed = 1, timeout = 0, watchdog = 20000;
   double link_bit_error = 0.0;
+  std::shared_ptr<tp::golden::PodComm> comm;  // under mpirun with several ranks (main)
 };
 
 std::pair<unsigned, unsigned> parse_pair(const std::string& text, char sep, const std::string& option) {
@@ -650,6 +653,14 @@ struct PodRunResult {
   std::vector<tp::trace::ChipTrace> timelines;  // --trace, --profile
 };
 
+// FNV-1a (64-bit) of a run's output words: a short fingerprint to compare runs by.
+std::string fnv1a(const std::vector<uint32_t>& words) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const uint32_t w : words)
+    for (unsigned b = 0; b < 4; ++b) h = (h ^ ((w >> (8 * b)) & 0xffu)) * 0x100000001b3ull;
+  return fmt::format("{:016x}", h);
+}
+
 // X,Y chips of the pod (--wave-chip, --golden-chip), each inside it.
 std::vector<std::pair<unsigned, unsigned>> pod_chips(const std::vector<std::string>& list, const char* what,
                                                      const tp::driver::PodSpec& pod) {
@@ -674,6 +685,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   so.wave_dir = o.waves;
   so.wave_chips = pod_chips(o.wave_chips, "--wave-chip", pod);
   if (be == Backend::rtl) so.golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
+  so.comm = o.comm;
   auto s = tp::driver::Slice::open(pod, shape, be, so);
   s->set_tracing(o.obs.on());
   s->set_expected_cycles(expected);
@@ -755,6 +767,9 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   const double rate = r.status.wall_seconds > 0 ? chip_cycles / r.status.wall_seconds : 0.0;
   fmt::print("  pod:         {} in {} cycles{}; wall {:.3f} s, {:.0f} simulated chip-cycles/s\n",
              r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.status.wall_seconds, rate);
+  if (r.status.ranks > 1)
+    fmt::print("  ranks:       {} (MPI), {} rounds; synchronisation {:.0f}% of the wall time (the worst rank)\n",
+               r.status.ranks, r.status.rounds, 100 * r.status.max_sync_fraction);
   if (!r.status.report.empty()) fmt::print("{}", r.status.report);
   const auto model = tp::energy::EnergyModel::for_preset(pod.preset);
   const auto energy = tp::driver::slice_energy(*s, r.status, model, rtl);
@@ -770,6 +785,10 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
               {"cycles", r.status.cycles},
               {"wall_seconds", r.status.wall_seconds},
               {"chip_cycles_per_s", rate},
+              {"ranks", r.status.ranks},
+              {"rounds", r.status.rounds},
+              {"sync_fraction", r.status.max_sync_fraction},
+              {"output_fnv1a", fnv1a(r.output)},
               {"report", r.status.report},
               {"energy", tp::energy::to_json(model, energy)},
               {"chips", chips}};
@@ -785,6 +804,14 @@ int cmd_pod(const PodOptions& o) {
         "--program-at");
   if ((o.backend == "golden" || o.backend == "fast") && !o.golden_chips.empty())
     throw UsageError("pod: --golden-chip picks golden chips of the rtl pod; give --backend rtl or both");
+  if (o.comm) {  // under mpirun with several ranks
+    if (o.backend != "golden" && o.backend != "fast")
+      throw UsageError(
+          fmt::format("pod: under mpirun ({} ranks) give --backend fast or golden (the rtl pod runs in one "
+                      "process)",
+                      o.comm->ranks()));
+    if (o.obs.on()) throw UsageError("pod: --trace and --profile run in one process, not under mpirun");
+  }
   if (!o.algorithm.empty() && o.collective.rfind("all_reduce:", 0) != 0)
     throw UsageError("pod: --algorithm goes with --collective all_reduce:ROWS");
   (void)parse_algorithm(o.algorithm);
@@ -867,7 +894,7 @@ int cmd_pod(const PodOptions& o) {
     report["rtl_vs_golden_bit_exact"] = same;
     ok &= same;
   }
-  if (!o.report.empty()) write_report(o.report, report);
+  if (!o.report.empty() && (!o.comm || o.comm->rank() == 0)) write_report(o.report, report);  // one writer
   obs.write("tensorpod pod", o.backend, pod.preset);
   return ok ? kExitOk : kExitFail;
 }
@@ -1144,7 +1171,9 @@ extern "C" void on_interrupt(int) {
 }
 constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
-int main(int argc, char** argv) {
+namespace {
+
+int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
   CLI::App app{"tensorpod: assemble, disassemble and run chip programs (docs/chip.md)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("tensorpod, ISA version {}", tp::isa::kIsaVersion));
@@ -1321,6 +1350,12 @@ int main(int argc, char** argv) {
     return kExitInterrupted;
   };
   try {
+    if (world.size() > 1) {
+      if (!*pod_cmd)
+        throw UsageError(fmt::format("under mpirun ({} ranks) only `tensorpod pod` runs (a pod split over the ranks)",
+                                     world.size()));
+      pod.comm = world.pod_comm();
+    }
     if (*presets_cmd) return cmd_presets();
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_preset);
     if (*disasm_cmd) return cmd_disasm(disasm_in);
@@ -1329,19 +1364,45 @@ int main(int argc, char** argv) {
     if (*train_cmd) return finish(cmd_train(train));
     return finish(cmd_run(run));
   } catch (const UsageError& e) {
+    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::ConfigError& e) {
+    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::isa::IsaError& e) {
+    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::compiler::CompileError& e) {
+    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::driver::DriverError& e) {
+    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const std::exception& e) {
     // Not an input problem: a failure inside a backend or the host.
+    threw = true;
     fmt::print(stderr, "tensorpod: internal error: {}\n", e.what());
     return kExitFail;
   }
   return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    tp::mpi::World world(&argc, &argv);
+    // Under mpirun every rank runs the same host code; rank 0 alone prints and writes reports.
+    if (world.rank() != 0) {
+      if (std::freopen("/dev/null", "w", stdout) == nullptr) world.abort(kExitFail);
+    }
+    bool threw = false;
+    const int code = tool_main(argc, argv, world, threw);
+    // An error may have hit some ranks only, the others waiting for them in a collective.
+    if (threw && world.size() > 1) world.abort(code);
+    return code;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tensorpod: {}\n", e.what());
+    return kExitUsage;
+  }
 }

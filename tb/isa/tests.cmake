@@ -49,3 +49,22 @@ list(APPEND TP_TEST_TARGETS test_energy)
 add_test(NAME cli.BadInputs COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sw/test_cli.py $<TARGET_FILE:tensorpod>)
 set_tests_properties(cli.BadInputs PROPERTIES LABELS cli TIMEOUT 600)
 list(APPEND TP_TEST_TARGETS tensorpod)
+
+# A pod split over MPI ranks gives the one-process run, bit for bit and cycle for cycle
+# (scripts/mpi_pod.py, docs/scale.md); the tool refuses what runs in one process only.
+if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
+  set(TP_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=)
+  add_test(NAME mpi.PodIdenticalOnRanks
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/mpi_pod.py --tensorpod $<TARGET_FILE:tensorpod>
+                   --mpirun ${MPIEXEC_EXECUTABLE} --ranks 2 3 -- --pod 3x3 --backend fast --collective all_reduce:96)
+  add_test(NAME mpi.PodDemoIdenticalOnRanks
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/mpi_pod.py --tensorpod $<TARGET_FILE:tensorpod>
+                   --mpirun ${MPIEXEC_EXECUTABLE} --ranks 2 -- --pod 4x4 --backend golden --demo)
+  add_test(NAME mpi.RefusesTheRtlPod
+           COMMAND ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe $<TARGET_FILE:tensorpod> pod --pod 2x2 --demo)
+  set_tests_properties(mpi.RefusesTheRtlPod PROPERTIES PASS_REGULAR_EXPRESSION "give --backend fast or golden")
+  set_tests_properties(mpi.PodIdenticalOnRanks mpi.PodDemoIdenticalOnRanks mpi.RefusesTheRtlPod
+                       PROPERTIES LABELS "mpi;cli" TIMEOUT 300 ENVIRONMENT "${TP_MPI_ENV}")
+else()
+  message(WARNING "OpenMPI not found (scripts/install-deps.sh installs it): no distributed pods, no mpi.* tests")
+endif()

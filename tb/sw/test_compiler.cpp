@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "compiler.h"
 #include "driver.h"
 #include "matmul_shapes.h"
+#include "pod_comm.h"
+#include "pod_programs.h"
 #include "random_program.h"
 #include "slice.h"
 #include "tb_util.h"
@@ -638,6 +641,94 @@ TEST(FastBackend, PodMatchesTheGoldenPod) {
   const auto slow = run(Backend::fast);
   EXPECT_EQ(slow.outputs, rf.outputs);
   EXPECT_GT(slow.status.cycles, rf.status.cycles + 49);
+}
+
+// The pod split over ranks (golden/pod_comm.h), here threads of this process as MPI ranks are
+// processes: every rank gets the one-process run's bits, cycles, per-chip counters and rounds,
+// on golden and fast pods, for 2 and 3 ranks over an odd 3x3 (the blocks cut rows of the torus).
+TEST(Distributed, RanksGiveTheOneProcessRun) {
+  const auto pod = tp::driver::torus_pod(tp::load_preset("tiny"), 3, 3);
+  const tp::driver::SliceShape all{0, 0, 3, 3};
+  for (const Backend be : {Backend::golden, Backend::fast}) {
+    struct Run {
+      tp::driver::CollectiveRun coll;
+      tp::driver::PodMatmulRun mm;
+      std::vector<std::map<std::string, uint64_t>> counters;
+    };
+    const auto run = [&](std::shared_ptr<tp::golden::PodComm> comm) {
+      Run out;
+      tp::driver::SliceOptions so;
+      so.comm = comm;
+      auto s = tp::driver::Slice::open(pod, all, be, so);
+      out.coll = tp::driver::run_collective(*s, tp::driver::Collective::all_reduce, 40, 5);
+      for (const auto& c : out.coll.status.chips) out.counters.push_back(s->counters(c.x, c.y));
+      auto m = tp::driver::Slice::open(pod, all, be, so);
+      out.mm = tp::driver::run_pod_matmul(*m, {9 * 8, 32, 8, true, false}, 7);
+      return out;
+    };
+    const Run one = run(nullptr);
+    ASSERT_TRUE(one.coll.pass) << one.coll.status.report;
+    ASSERT_TRUE(one.mm.pass) << one.mm.status.report;
+    for (const unsigned ranks : {2u, 3u}) {
+      SCOPED_TRACE(fmt::format("{} ranks, {}", ranks, tp::driver::backend_label(be)));
+      const auto comms = tp::golden::thread_comms(ranks);
+      std::vector<Run> got(ranks);
+      std::vector<std::thread> threads;
+      for (unsigned r = 0; r < ranks; ++r) threads.emplace_back([&, r] { got[r] = run(comms[r]); });
+      for (auto& t : threads) t.join();
+      for (unsigned r = 0; r < ranks; ++r) {
+        const Run& g = got[r];
+        EXPECT_TRUE(g.coll.pass && g.mm.pass) << "rank " << r;
+        EXPECT_EQ(g.coll.outputs, one.coll.outputs) << "rank " << r;
+        EXPECT_EQ(g.coll.status.cycles, one.coll.status.cycles) << "rank " << r;
+        EXPECT_EQ(g.coll.status.rounds, one.coll.status.rounds) << "rank " << r;
+        EXPECT_EQ(g.counters, one.counters) << "rank " << r;
+        EXPECT_EQ(g.mm.output, one.mm.output) << "rank " << r;
+        EXPECT_EQ(g.mm.status.cycles, one.mm.status.cycles) << "rank " << r;
+        EXPECT_EQ(g.mm.counters, one.mm.counters) << "rank " << r;
+        EXPECT_EQ(g.coll.status.ranks, ranks);
+        EXPECT_GT(g.coll.status.rounds, 1u);
+        EXPECT_GT(comms[r]->syncs(), g.coll.status.rounds) << "a synchronisation a round, and the reads";
+      }
+    }
+  }
+}
+
+// Every rank refuses what cannot run distributed, and a read's error reaches every rank.
+TEST(Distributed, Errors) {
+  const auto pod = tp::driver::torus_pod(tp::load_preset("tiny"), 2, 2);
+  const tp::driver::SliceShape all{0, 0, 2, 2};
+  tp::driver::SliceOptions so;
+  so.comm = tp::golden::thread_comms(1).front();
+  EXPECT_THROW((void)tp::driver::Slice::open(pod, all, Backend::rtl, so), DriverError);
+  auto traced = tp::driver::Slice::open(pod, all, Backend::fast, so);
+  traced->set_tracing(true);
+  EXPECT_THROW((void)traced->run(1000), DriverError);
+  // Two ranks: rank 1 owns chip (1, 1); a read past its memory throws on both ranks, a write too.
+  const auto comms = tp::golden::thread_comms(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (unsigned r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      tp::driver::SliceOptions o;
+      o.comm = comms[r];
+      auto s = tp::driver::Slice::open(pod, all, Backend::golden, o);
+      const uint64_t beats = s->preset().chip.hbm_beats;
+      try {
+        (void)s->read(1, 1, beats - 1, 2);
+      } catch (const DriverError& e) {
+        errors[r] = e.what();
+      }
+      try {
+        s->write(1, 1, beats, std::vector<uint32_t>(s->preset().mxu.n, 0));
+      } catch (const DriverError& e) {
+        errors[r] += std::string(" | ") + e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[0], errors[1]);
+  EXPECT_NE(errors[0].find("read on chip (1,1)"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("write on chip (1,1)"), std::string::npos) << errors[0];
 }
 
 }  // namespace
