@@ -61,6 +61,9 @@ struct SliceOptions {
   // rtl: these chips (pod coordinates) are golden chips behind Verilated routers, the rest
   // Verilated chips: a mixed pod (docs/pod.md).
   std::vector<std::pair<unsigned, unsigned>> golden_chips;
+  // rtl: these chips are golden chips with the fast chip model's timing on pod time behind
+  // Verilated routers: a mixed pod of RTL and fast chips (docs/pod.md). Not also golden_chips.
+  std::vector<std::pair<unsigned, unsigned>> fast_chips;
   // golden and fast: the pod split over the ranks of comm (golden/pod_comm.h; MPI under mpirun).
   // Every rank opens the same slice and makes the same calls (SPMD); each runs its block of chips,
   // a read is served by the chip's owner to every rank, and the results (status, counters) are on

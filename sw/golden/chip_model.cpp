@@ -587,6 +587,8 @@ void ChipModel::exec_send(const Entry& e, Coord dst, const TimeSpan& span) {
   m.pc = e.pc;
   const auto first = vmem_.begin() + static_cast<std::ptrdiff_t>(f.vaddr * n_);
   m.words.assign(first, first + static_cast<std::ptrdiff_t>(f.rows * n_));
+  m.send_t = span.start;
+  m.sent_t = span.complete;
   m.arrive_t = timing_->ici_arrival(e.instr, span, hops(torus_of(ici_), slice_of(ici_), m.src, dst));
   timeline_.send(span.start, e.pc, {dst.x, dst.y});
   stats_.ici_bytes_sent += f.rows * 4ull * n_;

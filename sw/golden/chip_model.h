@@ -46,6 +46,8 @@ struct IciMessage {
   unsigned rsem = 0;            // semaphore signalled there once every row is written (0: none)
   std::vector<uint32_t> words;  // the rows, rows * lanes words, row by row
   uint32_t pc = 0;              // the sender's ici.send
+  uint64_t send_t = 0;          // timing estimate: when the ICI unit starts the send ...
+  uint64_t sent_t = 0;          // ... and when its last row has left
   uint64_t arrive_t = 0;        // timing estimate: when the last row is written on the destination
 };
 

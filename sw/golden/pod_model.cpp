@@ -213,6 +213,8 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
     for (const unsigned v : {p.msg.src.x, p.msg.src.y, p.msg.dst.x, p.msg.dst.y, p.msg.rsem}) w.put<uint32_t>(v);
     w.put<uint32_t>(p.msg.raddr);
     w.put<uint32_t>(p.msg.pc);
+    w.put<uint64_t>(p.msg.send_t);
+    w.put<uint64_t>(p.msg.sent_t);
     w.put<uint64_t>(p.msg.arrive_t);
     w.put_span(std::span<const uint32_t>(p.msg.words));
   }
@@ -236,6 +238,8 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
       p.msg.rsem = rd.get<uint32_t>();
       p.msg.raddr = rd.get<uint32_t>();
       p.msg.pc = rd.get<uint32_t>();
+      p.msg.send_t = rd.get<uint64_t>();
+      p.msg.sent_t = rd.get<uint64_t>();
       p.msg.arrive_t = rd.get<uint64_t>();
       p.msg.words = rd.get_vector<uint32_t>();
       local.push_back(std::move(p));

@@ -8,8 +8,17 @@
 // golden chip and Verilated chips share one pod, link words and all.
 //
 // Timing: the interpreter runs a chip's instructions as soon as their semaphores allow, in zero
-// pod cycles; only the network takes time. Its "cycles" counter is the interpreter's estimate. A
-// program that is correctly synchronised gives the same bits as on a Verilated chip.
+// pod cycles. A golden chip (fast = false) keeps the interpreter's dataflow estimate and only the
+// network takes time: its sends go out at once, and it is done as soon as its program is. A fast
+// chip (fast = true: a mixed pod of RTL and fast chips) has the fast chip model's timing
+// (golden/fast_timing.cpp) on pod time. The model's time runs `lag` cycles behind the pod's
+// (pod cycles since the chip's start): a send's k-th of F flits enters the router no sooner than
+// start + (end - start) * k / F of the model's span for the send, plus lag; when the network
+// takes a flit later than that (back-pressure the model does not see), lag grows by the
+// difference, so the chip falls behind its model as a stalled ICI unit holds a Verilated chip
+// back. Each arriving row is handed to the model at its pod cycle less lag (a wait on it
+// completes no sooner), and the chip is done at the model's completion plus lag. Either way its "cycles" counter is the
+// model's estimate, and a program that is correctly synchronised gives the same bits as on a Verilated chip.
 //
 // Registers: the host's view of a chip (sw/isa/hw.json): CTRL, STATUS, ERR_CODE, ERR_PC, PROG_LEN,
 // IMEM_ADDR, IMEM_DATA0..3, INFO, WAIT_PC, the ICI registers; the counters through counters().
@@ -33,14 +42,16 @@ namespace tp::tb {
 template <class Router, class LinkT, class RevT>
 class GoldenPodChip final : public PodNode<LinkT, RevT> {
  public:
-  GoldenPodChip(sc_core::sc_module_name name, const Preset& p, unsigned x, unsigned y)
+  GoldenPodChip(sc_core::sc_module_name name, const Preset& p, unsigned x, unsigned y, bool fast = false)
       : GoldenPodChip::PodNode(name),
         p_(p),
+        fast_(fast),
         model_(p),
         ctx_(std::make_unique<VerilatedContext>()),
         layout_{p.ici.vcs > 2 ? static_cast<unsigned>(std::bit_width(p.ici.vcs - 1)) : 1u, p.ici.flit_bits},
         nf_((32 * p.mxu.n + p.ici.flit_bits - 1) / p.ici.flit_bits),
         out_(kLocals),
+        out_t_(kLocals),
         rx_(std::size_t{kLocals} * p.ici.vcs) {
     static_assert(std::is_same_v<std::decay_t<decltype(std::declval<Router&>().tx_data_o[0])>, LinkT> &&
                       std::is_same_v<std::decay_t<decltype(std::declval<Router&>().rv_out_o[0])>, RevT>,
@@ -62,12 +73,13 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     }
     regs_.x = x;
     regs_.y = y;
+    if (fast_) model_.set_timing(golden::make_fast_timing(p));
     apply_regs();
     model_.set_ici_sender([this](golden::IciMessage m) { packetize(m); });
   }
   ~GoldenPodChip() override { tb::end_model(*ctx_, r_); }
 
-  std::string backend() const override { return "golden"; }
+  std::string backend() const override { return fast_ ? "fast" : "golden"; }
   unsigned lanes() const override { return p_.mxu.n; }
   bool done() override { return finished_; }
   bool waiting() override { return started_ && !finished_ && result_.waiting; }
@@ -102,8 +114,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   }
   std::map<std::string, uint64_t> counters() override {
     const auto& s = model_.stats();
-    std::map<std::string, uint64_t> m = {{"cycles", s.est_cycles},
+    // A fast chip's cycles are on pod time: its model's, and the lag its sends met.
+    std::map<std::string, uint64_t> m = {{"cycles", s.est_cycles + lag_},
                                          {"est_cycles", s.est_cycles},
+                                         {"fast_lag", lag_},
                                          {"instructions", s.instructions},
                                          {"bytes_loaded", s.bytes_loaded},
                                          {"bytes_stored", s.bytes_stored},
@@ -114,7 +128,8 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
                                          {"ici_refused", r_->cnt_refused_o},
                                          {"ici_flits_local", flits_local()},
                                          {"ici_packets_received", packets_in_},
-                                         {"ici_lane_errors", lane_errors_}};
+                                         {"ici_lane_errors", lane_errors_},
+                                         {"fast_timing", fast_ ? 1u : 0u}};
     const char* links[4] = {"n", "s", "e", "w"};
     for (unsigned q = 0; q < 4; ++q) {
       m[fmt::format("ici_flits_{}", links[q])] = r_->cnt_flits_o[q];
@@ -139,7 +154,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
       r.rv_in_i[q] = this->rev_in[q]->read().data;
     }
     for (unsigned j = 0; j < kLocals; ++j) {
-      r.inj_valid_i[j] = !out_[j].empty();
+      r.inj_valid_i[j] = !out_[j].empty() && out_t_[j].front() + lag_ <= now_;
       if (!out_[j].empty()) r.inj_flit_i[j] = out_[j].front();
       r.ej_ready_i[j] = 1;
     }
@@ -155,7 +170,11 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     r.clk_i = 1;
     r.eval();
     for (unsigned j = 0; j < kLocals; ++j) {
-      if (injected[j]) out_[j].pop_front();
+      if (injected[j]) {
+        out_[j].pop_front();
+        if (fast_) lag_ = std::max(lag_, now_ - out_t_[j].front());  // taken later than the model sent it
+        out_t_[j].pop_front();
+      }
       if (ejected[j]) receive(j, ej[j]);
     }
     for (unsigned q = 0; q < 4; ++q) {
@@ -165,14 +184,19 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     if (started_ && !finished_ && poke_) {
       poke_ = false;
       result_ = model_.run();
-      finished_ = result_.done || result_.err != isa::Err::none;
     }
+    // A fast chip ends at its model's completion, on pod time, and once its last flit is out (as
+    // the ICI unit's last send completes; its pod time, which paces the flits, runs until then).
+    if (started_ && !finished_ && (result_.done || result_.err != isa::Err::none))
+      finished_ = !fast_ || (now_ >= model_.stats().est_cycles + lag_ &&
+                             std::all_of(out_.begin(), out_.end(), [](const auto& q) { return q.empty(); }));
     if (started_ && !finished_ && result_.waiting && regs_.w * regs_.h == 1 && !ici_busy()) {
       result_.err = isa::Err::deadlock;  // alone in its slice: no other chip can signal
       result_.pc = result_.wait_pc;
       result_.waiting = false;
       finished_ = true;
     }
+    if (started_ && !finished_) ++now_;
   }
   void end_reset() override { r_->rst_ni = 1; }
 
@@ -251,6 +275,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     started_ = true;
     finished_ = false;
     poke_ = true;
+    now_ = lag_ = 0;
     result_ = {};
     // Rows that arrived before the start: load() clears the semaphores, the RTL chip's start
     // does not, so their writes and counts are applied now.
@@ -273,7 +298,9 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   // The ICI unit's packets for one ici.send (tp_ici_unit.sv), on its engine's local port.
   void packetize(const golden::IciMessage& m) {
     const unsigned lanes = p_.mxu.n, fb = p_.ici.flit_bits;
-    std::deque<Flit>& out = out_[local_port(m.dst)];
+    const unsigned port = local_port(m.dst);
+    std::deque<Flit>& out = out_[port];
+    const std::size_t before = out.size();
     const auto rows = static_cast<uint32_t>(m.words.size() / lanes);
     for (uint32_t r0 = 0; r0 < rows; r0 += kPktRows) {
       const uint32_t n = std::min(kPktRows, rows - r0);
@@ -301,6 +328,10 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
         }
       }
     }
+    // Golden: at once; fast: spread over the model's span for the send.
+    const uint64_t flits = out.size() - before;
+    for (uint64_t k = 0; k < flits; ++k)
+      out_t_[port].push_back(fast_ ? m.send_t + (m.sent_t - m.send_t) * k / flits : 0);
   }
   void fields(Flit& f, const golden::IciMessage& m, bool head, bool tail) const {
     set_bits(f, 0, 1, head);
@@ -348,7 +379,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     const bool tail = get_bits(f, 1, 1);
     const unsigned sem = tail && rx.last ? rx.rsem : 0;
     if (started_)
-      model_.deliver(rx.raddr, rx.row, sem);
+      model_.deliver(rx.raddr, rx.row, sem, fast_ ? now_ - std::min(now_, lag_) : 0);
     else
       early_.push_back({rx.raddr, rx.row, sem});
     poke_ = true;
@@ -360,14 +391,16 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
 
   static constexpr uint32_t kPktRows = isa::hw::ici::kPacketRows;  // tp_ici_unit's PktRows
   Preset p_;
+  bool fast_;
   golden::ChipModel model_;
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Router> r_;
   FlitLayout layout_;
   unsigned nf_;
   golden::IciRegs regs_;
-  std::vector<std::deque<Flit>> out_;  // flits waiting, per local port
-  std::vector<Rx> rx_;                 // per (ejection port, VC)
+  std::vector<std::deque<Flit>> out_;        // flits waiting, per local port
+  std::vector<std::deque<uint64_t>> out_t_;  // ... and the pod cycle (since the start) each may go from
+  std::vector<Rx> rx_;                       // per (ejection port, VC)
   struct Early {
     uint32_t raddr;
     std::vector<uint32_t> row;
@@ -378,6 +411,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   uint32_t prog_len_ = 0, imem_addr_ = 0;
   std::array<uint32_t, 3> imem_data_{};
   bool started_ = false, finished_ = false, poke_ = false;
+  uint64_t now_ = 0, lag_ = 0;  // pod cycles since the start; how far the fast model runs behind them
   golden::ChipModel::Result result_;
   uint64_t packets_in_ = 0, lane_errors_ = 0;  // packets received; those not on their sender's lane
 };

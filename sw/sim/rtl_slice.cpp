@@ -1,7 +1,8 @@
 // The RTL backend of the slice driver for one preset (compiled once per preset with TP_PRESET,
 // TP_CHIP_HEADER, TP_CHIP_CLASS and the preset's router model TP_ICI_HEADER, TP_ICI_CLASS): the
 // SystemC pod of Verilated chips (pod_sim.h) behind tp::driver::Slice; the chips named in
-// SliceOptions::golden_chips are golden chips behind Verilated routers (golden_pod_chip.h). It registers itself from a
+// SliceOptions::golden_chips are golden chips behind Verilated routers (golden_pod_chip.h), and those in
+// SliceOptions::fast_chips the same with the fast chip model's timing on pod time. It registers itself from a
 // static initializer; it is built as an object library so the linker keeps it. One pod per process (SystemC cannot
 // reset its kernel).
 //
@@ -59,11 +60,13 @@ class PodTop : public sc_core::sc_module {
         if (wave)
           stim.wave_file =
               fmt::format("{}/{}.{}.chip{}_{}.fst", opt.wave_dir, pod.preset.name, tp::tb::current_test_name(), x, y);
-        const bool golden =
-            std::find(opt.golden_chips.begin(), opt.golden_chips.end(), std::pair{x, y}) != opt.golden_chips.end();
+        const auto listed = [&](const auto& v) { return std::find(v.begin(), v.end(), std::pair{x, y}) != v.end(); };
+        const bool golden = listed(opt.golden_chips), fast = listed(opt.fast_chips);
+        if (golden && fast)
+          throw DriverError(fmt::format("chip ({},{}) is both a golden chip and a fast chip of the mixed pod", x, y));
         std::unique_ptr<Node> c;
-        if (golden)
-          c = std::make_unique<GoldenChip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, x, y);
+        if (golden || fast)
+          c = std::make_unique<GoldenChip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, x, y, fast);
         else
           c = std::make_unique<Chip>(fmt::format("chip{}_{}", x, y).c_str(), pod.preset, stim);
         c->clk(clk);

@@ -568,7 +568,7 @@ struct PodOptions {
   std::string pod, slice, origin, backend = "both", report, program, waves;
   std::string torus, preset, host_board;  // overrides of the pod's topology
   unsigned link_latency = 0;
-  std::vector<std::string> program_at, wave_chips, golden_chips;
+  std::vector<std::string> program_at, wave_chips, golden_chips, fast_chips, rtl_chips;
   bool demo = false;
   std::string matmul, traffic, collective, algorithm;
   uint64_t seed = 1, timeout = 0, watchdog = 20000;
@@ -617,9 +617,11 @@ void print_pod_chip(tp::driver::Slice& s, const tp::driver::ChipOutcome& c, bool
                             : c.status.err != tp::isa::Err::none ? tp::driver::describe(c.status)
                             : c.status.ok()                      ? std::string("done")
                                                                  : std::string("not done");
-  const bool estimate = !rtl || m.count("est_cycles");  // a golden chip, also in a mixed pod
+  const bool estimate = !rtl || m.count("est_cycles");  // a golden or fast chip, also in a mixed pod
+  const bool fast = m.count("fast_timing") && m.at("fast_timing") == 1;
   fmt::print("  chip ({},{}): {}{}, {} cycles{}, MXU {:.1f}%, {} B loaded, {} B stored", c.x, c.y,
-             rtl && estimate ? "[golden] " : "", state, cyc, estimate ? " (estimate)" : "",
+             rtl && estimate ? (fast ? "[fast] " : "[golden] ") : "", state, cyc,
+             estimate ? (fast ? " (fast model)" : " (estimate)") : "",
              cyc ? 100.0 * static_cast<double>(get("mxu_rows")) / static_cast<double>(cyc) : 0.0, get("bytes_loaded"),
              get("bytes_stored"));
   if (rtl) fmt::print(", ICI {} B sent, {} B received", get("ici_bytes_sent"), get("ici_bytes_received"));
@@ -674,6 +676,20 @@ std::vector<std::pair<unsigned, unsigned>> pod_chips(const std::vector<std::stri
   return out;
 }
 
+// The fast chips of a mixed rtl pod: --fast-chip's, or with --rtl-chip every chip of the pod but
+// those and the golden ones.
+std::vector<std::pair<unsigned, unsigned>> mixed_fast_chips(const PodOptions& o, const tp::driver::PodSpec& pod) {
+  auto fast = pod_chips(o.fast_chips, "--fast-chip", pod);
+  if (o.rtl_chips.empty()) return fast;
+  const auto rtl = pod_chips(o.rtl_chips, "--rtl-chip", pod), golden = pod_chips(o.golden_chips, "--golden-chip", pod);
+  for (unsigned y = 0; y < pod.ky; ++y)
+    for (unsigned x = 0; x < pod.kx; ++x)
+      if (std::find(rtl.begin(), rtl.end(), std::pair{x, y}) == rtl.end() &&
+          std::find(golden.begin(), golden.end(), std::pair{x, y}) == golden.end())
+        fast.emplace_back(x, y);
+  return fast;
+}
+
 // expected: about how many cycles the run takes (a golden run's estimate; 0: unknown), for the
 // progress line.
 PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, const tp::driver::SliceShape& shape,
@@ -684,7 +700,10 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   so.watchdog = o.watchdog;
   so.wave_dir = o.waves;
   so.wave_chips = pod_chips(o.wave_chips, "--wave-chip", pod);
-  if (be == Backend::rtl) so.golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
+  if (be == Backend::rtl) {
+    so.golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
+    so.fast_chips = mixed_fast_chips(o, pod);
+  }
   so.comm = o.comm;
   auto s = tp::driver::Slice::open(pod, shape, be, so);
   s->set_tracing(o.obs.on());
@@ -694,8 +713,9 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   const unsigned n = pod.preset.mxu.n;
   fmt::print("{}{} slice {}x{} at ({},{}) of pod '{}' ({}x{} chips of preset '{}', n={}), seed {}\n",
              tp::driver::backend_label(be),
-             so.golden_chips.empty() ? "" : fmt::format(" (+{} golden)", so.golden_chips.size()), shape.w, shape.h,
-             shape.x0, shape.y0, pod.name, pod.kx, pod.ky, pod.preset.name, n, o.seed);
+             fmt::format("{}{}", so.golden_chips.empty() ? "" : fmt::format(" (+{} golden)", so.golden_chips.size()),
+                         so.fast_chips.empty() ? "" : fmt::format(" (+{} fast)", so.fast_chips.size())),
+             shape.w, shape.h, shape.x0, shape.y0, pod.name, pod.kx, pod.ky, pod.preset.name, n, o.seed);
   std::string what;
   if (o.demo || !o.matmul.empty()) {
     tp::driver::MatmulSpec spec{8 * n, 8 * n, 8 * n, true, false};
@@ -804,6 +824,12 @@ int cmd_pod(const PodOptions& o) {
         "--program-at");
   if ((o.backend == "golden" || o.backend == "fast") && !o.golden_chips.empty())
     throw UsageError("pod: --golden-chip picks golden chips of the rtl pod; give --backend rtl or both");
+  if ((o.backend == "golden" || o.backend == "fast") && (!o.fast_chips.empty() || !o.rtl_chips.empty()))
+    throw UsageError(
+        "pod: --fast-chip and --rtl-chip make a mixed rtl pod; give --backend rtl or both (--backend fast makes "
+        "every chip fast)");
+  if (!o.fast_chips.empty() && !o.rtl_chips.empty())
+    throw UsageError("pod: give --fast-chip (these chips fast) or --rtl-chip (all but these fast), not both");
   if (o.comm) {  // under mpirun with several ranks
     if (o.backend != "golden" && o.backend != "fast")
       throw UsageError(
@@ -854,7 +880,11 @@ int cmd_pod(const PodOptions& o) {
   if (!o.report.empty()) check_output(o.report, "--report");
   if (!o.waves.empty()) check_folder(o.waves, "--waves");
   (void)pod_chips(o.wave_chips, "--wave-chip", pod);  // refused before the golden run of --backend both
-  (void)pod_chips(o.golden_chips, "--golden-chip", pod);
+  const auto golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
+  for (const auto& xy : mixed_fast_chips(o, pod))
+    if (std::find(golden_chips.begin(), golden_chips.end(), xy) != golden_chips.end())
+      throw UsageError(
+          fmt::format("pod: chip {},{} is given as both --golden-chip and --fast-chip", xy.first, xy.second));
   if (!o.program.empty()) check_input(o.program, "--program");
   for (const auto& pa : o.program_at)
     if (const auto eq = pa.find('='); eq != std::string::npos) check_input(pa.substr(eq + 1), "--program-at");
@@ -1300,6 +1330,12 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
   pod_cmd->add_option("--golden-chip", pod.golden_chips,
                       "X,Y: in the rtl pod, this chip is a golden chip behind a Verilated router (a mixed pod; "
                       "repeatable)");
+  pod_cmd->add_option("--fast-chip", pod.fast_chips,
+                      "X,Y: in the rtl pod, this chip is a fast chip (the golden chip with the fast model's timing on "
+                      "pod time) behind a Verilated router (a mixed pod; repeatable)");
+  pod_cmd->add_option("--rtl-chip", pod.rtl_chips,
+                      "X,Y: in the rtl pod, this chip is a Verilated chip and every other one a fast chip (a mixed "
+                      "pod; repeatable)");
 
   TrainOptions train;
   auto* train_cmd = app.add_subcommand(

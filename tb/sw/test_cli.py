@@ -71,6 +71,11 @@ def main():
             (["run", "--matmul", "8x8x8", "--backend", "quick"], "rtl, golden, fast"),
             (["pod", "--topology", "nopod", "--backend", "fast", "--demo"], "nopod"),
             (["pod", "--topology", "2x2", "--backend", "fast", "--golden-chip", "0,0", "--demo"], "--golden-chip"),
+            (["pod", "--demo", "--backend", "both", "--fast-chip", "0,7"], "no such chip"),
+            (["pod", "--demo", "--backend", "both", "--rtl-chip", "2,0"], "no such chip"),
+            (["pod", "--topology", "2x2", "--backend", "fast", "--rtl-chip", "0,0", "--demo"], "mixed rtl pod"),
+            (["pod", "--demo", "--fast-chip", "0,0", "--rtl-chip", "1,1"], "not both"),
+            (["pod", "--demo", "--golden-chip", "1,0", "--fast-chip", "1,0"], "both --golden-chip and --fast-chip"),
             (["run", "--matmul", "8x8x8", "--timing-only"], "--timing-only"),
             (["run", "p.tpb", "--backend", "fast", "--timing-only"], "--timing-only"),
         ]
@@ -98,6 +103,8 @@ def main():
             (["run", "--matmul", "64x64x64", "--backend", "fast", "--config", "tiny"], "(fast model)"),
             (["run", "--mlp", "64x32x48x16", "--backend", "fast", "--timing-only", "--config", "tiny"],
              "timing only: no data moved"),
+            (["pod", "--demo", "--backend", "rtl", "--golden-chip", "1,0", "--rtl-chip", "0,0"],
+             "(+1 golden) (+2 fast)"),
         ]
         for args, needle in good:
             code, out = run(args, d)
