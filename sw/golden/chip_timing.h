@@ -91,6 +91,13 @@ inline uint64_t fence_start(uint64_t ready, uint64_t queue_done, uint64_t& unit_
 std::unique_ptr<ChipTiming> make_dataflow_timing(const tp::Preset&);
 // The fast chip model's timing, calibrated against the RTL (fast_timing.cpp, docs/scale.md).
 std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset&);
+// The fast model's ICI figures, which the fast pod's network shares (pod_network.h): cycles from
+// a flit on one link to the same flit on the next (the link's latency and the router's
+// pipeline), flits per row, and rows per packet (a head flit leads each).
+struct FastIciFigures {
+  unsigned hop_delay = 0, body_flits = 0, packet_rows = 0;
+};
+FastIciFigures fast_ici_figures(const tp::Preset&);
 
 // A ChipTiming held by value: copying it copies the model and its state (clone()), so ChipModel
 // stays copyable.

@@ -216,6 +216,13 @@ class HbmModel {
 
 class FastTiming final : public ChipTiming {
  public:
+  static constexpr unsigned kPacketRows = 4;  // tp_ici_unit's rows per packet
+  static FastIciFigures ici_figures(const tp::Preset& p) {
+    return {p.ici.link_latency + fast_constants(p).hop_extra,
+            static_cast<unsigned>((32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits)),
+            kPacketRows};
+  }
+
   explicit FastTiming(const tp::Preset& p) : k_(fast_constants(p)) {
     if (p.chip.memory == "hbm") hbm_.emplace(p);
     n_ = p.mxu.n;
@@ -380,7 +387,7 @@ class FastTiming final : public ChipTiming {
     return port_.book(t, 1, 1).first;
   }
 
-  uint64_t send_flits(uint64_t rows) const { return rows * body_flits_ + (rows + 3) / 4; }
+  uint64_t send_flits(uint64_t rows) const { return rows * body_flits_ + (rows + kPacketRows - 1) / kPacketRows; }
 
   // No booking starts before the oldest instruction still queued was dispatched.
   void prune() {
@@ -413,5 +420,7 @@ class FastTiming final : public ChipTiming {
 }  // namespace
 
 std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset& p) { return std::make_unique<FastTiming>(p); }
+
+FastIciFigures fast_ici_figures(const tp::Preset& p) { return FastTiming::ici_figures(p); }
 
 }  // namespace tp::golden

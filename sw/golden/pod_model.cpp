@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -59,7 +60,30 @@ PodModel::PodModel(const tp::Preset& preset, PodTopology topo, std::vector<Slice
   }
   loaded_.assign(size(), false);
   last_.assign(size(), ChipModel::Result{});
+  sent_.assign(size(), 0);
 }
+
+void PodModel::model_contention(unsigned hop_delay, unsigned body_flits, unsigned packet_rows) {
+  network_.emplace(Torus{topo_.kx, topo_.ky}, hop_delay, body_flits, packet_rows);
+}
+
+void PodModel::book(Pending& p) {
+  const Slice& s = slices_.at(static_cast<std::size_t>(slice_of_.at(p.from)));
+  p.msg.arrive_t =
+      network_->book(s, p.msg.src, p.msg.dst, p.msg.words.size() / preset_.mxu.n, p.msg.send_t, p.msg.arrive_t);
+}
+
+namespace {
+
+// A message's place in delivery order and what the network needs of it (distributed contention).
+struct Booking {
+  uint32_t from = 0;
+  uint64_t seq = 0;
+  Coord src, dst;
+  uint64_t rows = 0, send_t = 0, arrive_t = 0;
+};
+
+}  // namespace
 
 PodModel::PodModel(const tp::PodConfig& c)
     : PodModel(tp::load_preset(c.preset), PodTopology{c.torus_x, c.torus_y, c.link_latency}, config_slices(c)) {}
@@ -126,7 +150,7 @@ void PodModel::hook_senders() {
         throw std::logic_error(fmt::format(
             "PodModel: chip ({}, {}) sent to chip ({}, {}) at pc {}, outside the {}x{} torus (its ICI registers)",
             m.src.x, m.src.y, m.dst.x, m.dst.y, m.pc, topo_.kx, topo_.ky));
-      pending_.push_back(Pending{i, std::move(m)});
+      pending_.push_back(Pending{i, sent_[i]++, std::move(m)});
     });
   }
 }
@@ -159,6 +183,8 @@ PodResult PodModel::run(uint64_t max_steps) {
       moved = g.moved;
       all_finished = g.finished;
       watchdog = g.watchdog;
+    } else if (network_) {
+      for (Pending& p : batch) book(p);  // in delivery order
     }
     // Deliver what this round sent, in send order.
     for (Pending& p : batch) {
@@ -200,6 +226,17 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
     w.put<uint8_t>(mine_state.moved);
     w.put<uint8_t>(mine_state.finished);
     w.put<uint8_t>(mine_state.watchdog);
+    // Contention: every rank books every message, so each needs all of them (not their rows).
+    w.put<uint64_t>(network_ ? batch.size() : 0);
+    if (!network_) continue;
+    for (const Pending& p : batch) {
+      w.put<uint32_t>(p.from);
+      w.put<uint64_t>(p.seq);
+      for (const unsigned v : {p.msg.src.x, p.msg.src.y, p.msg.dst.x, p.msg.dst.y}) w.put<uint32_t>(v);
+      w.put<uint64_t>(p.msg.words.size() / preset_.mxu.n);
+      w.put<uint64_t>(p.msg.send_t);
+      w.put<uint64_t>(p.msg.arrive_t);
+    }
   }
   std::vector<Pending> local;
   for (Pending& p : batch) {
@@ -210,6 +247,7 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
     }
     ByteWriter& w = to[r];
     w.put<uint32_t>(p.from);
+    w.put<uint64_t>(p.seq);
     for (const unsigned v : {p.msg.src.x, p.msg.src.y, p.msg.dst.x, p.msg.dst.y, p.msg.rsem}) w.put<uint32_t>(v);
     w.put<uint32_t>(p.msg.raddr);
     w.put<uint32_t>(p.msg.pc);
@@ -222,15 +260,30 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
   for (unsigned r = 0; r < ranks; ++r) out[r] = std::move(to[r].bytes());
   const std::vector<Bytes> in = comm_->exchange(out);
   RoundState g{false, true, false};
+  std::vector<Booking> bookings;
   for (unsigned r = 0; r < ranks; ++r) {
     ByteReader rd(in[r]);
     g.moved = rd.get<uint8_t>() || g.moved;
     g.finished = rd.get<uint8_t>() && g.finished;
     g.watchdog = rd.get<uint8_t>() || g.watchdog;
+    for (uint64_t k = rd.get<uint64_t>(); k > 0; --k) {
+      Booking b;
+      b.from = rd.get<uint32_t>();
+      b.seq = rd.get<uint64_t>();
+      b.src.x = rd.get<uint32_t>();
+      b.src.y = rd.get<uint32_t>();
+      b.dst.x = rd.get<uint32_t>();
+      b.dst.y = rd.get<uint32_t>();
+      b.rows = rd.get<uint64_t>();
+      b.send_t = rd.get<uint64_t>();
+      b.arrive_t = rd.get<uint64_t>();
+      bookings.push_back(b);
+    }
     if (r == me) continue;  // its own messages stayed in `local`
     while (!rd.done()) {
       Pending p;
       p.from = rd.get<uint32_t>();
+      p.seq = rd.get<uint64_t>();
       p.msg.src.x = rd.get<uint32_t>();
       p.msg.src.y = rd.get<uint32_t>();
       p.msg.dst.x = rd.get<uint32_t>();
@@ -246,7 +299,18 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
     }
   }
   // One process delivers in send order: chips run in index order, each sends in issue order.
-  std::stable_sort(local.begin(), local.end(), [](const Pending& a, const Pending& b) { return a.from < b.from; });
+  const auto by_sender = [](const auto& a, const auto& b) { return a.from < b.from; };
+  std::stable_sort(local.begin(), local.end(), by_sender);
+  if (network_) {
+    // Every rank books every message in that order; each keeps the arrivals of its own.
+    std::stable_sort(bookings.begin(), bookings.end(), by_sender);
+    std::map<std::pair<uint32_t, uint64_t>, uint64_t> arrival;
+    for (const Booking& b : bookings) {
+      const Slice& s = slices_.at(static_cast<std::size_t>(slice_of_.at(b.from)));
+      arrival[{b.from, b.seq}] = network_->book(s, b.src, b.dst, b.rows, b.send_t, b.arrive_t);
+    }
+    for (Pending& p : local) p.msg.arrive_t = arrival.at({p.from, p.seq});
+  }
   batch = std::move(local);
   return g;
 }

@@ -16,7 +16,8 @@
 // the sender's estimate of its ici.send's completion plus its timing model's time for the hops
 // (ChipTiming::ici_arrival), and the count it gives to rsem carries that time, so a receiver that waits on the message
 // cannot complete the waiting instruction before the arrival. The estimate is optimistic: the
-// network has no contention, and a chip runs ahead as far as its semaphores let it.
+// network has no contention (unless model_contention() books the links: the fast pod), and a
+// chip runs ahead as far as its semaphores let it.
 //
 // Distributed (distribute(), pod_comm.h): each rank runs the rounds on its own chips; at the end
 // of a round the ranks exchange the messages for each other's chips and whether anything moved,
@@ -35,6 +36,7 @@
 #include "ici_model.h"
 #include "isa.h"
 #include "pod_comm.h"
+#include "pod_network.h"
 
 namespace tp::golden {
 
@@ -88,6 +90,11 @@ class PodModel {
   unsigned owner(unsigned index) const { return owner_.empty() ? 0 : owner_.at(index); }
   bool owns(unsigned x, unsigned y) const { return mine(index(x, y)); }
 
+  // Link contention (pod_network.h) for the fast pod: each round's messages take turns on the
+  // links they cross, in the order the pod delivers them, and arrive later when they met busy
+  // links. Off by default (the golden pod's estimate has an idle network). Call before run().
+  void model_contention(unsigned hop_delay, unsigned body_flits, unsigned packet_rows);
+
   // Loads a chip's program (ChipModel::load). Throws std::invalid_argument for an idle chip.
   void load(unsigned x, unsigned y, const isa::Program&);
   bool loaded(unsigned x, unsigned y) const;
@@ -99,6 +106,7 @@ class PodModel {
  private:
   struct Pending {
     unsigned from;  // sender's index
+    uint64_t seq;   // the sender's count of sends before this one (in this pod's life)
     IciMessage msg;
   };
 
@@ -111,6 +119,9 @@ class PodModel {
     bool moved = false, finished = true, watchdog = false;
   };
   RoundState exchange_round(std::vector<Pending>& batch, RoundState mine);
+  // Contention: books a message on the links and moves its arrival (the round's messages of every
+  // rank in delivery order).
+  void book(Pending&);
   // Distributed: every rank's chips' results, on every rank.
   void gather_results(PodResult&);
   std::string report(const PodResult&) const;
@@ -126,6 +137,8 @@ class PodModel {
   uint64_t latest_arrival_ = 0;
   std::shared_ptr<PodComm> comm_;
   std::vector<unsigned> owner_;  // by chip index (distributed)
+  std::vector<uint64_t> sent_;   // by chip index: its sends so far (Pending::seq)
+  std::optional<PodNetwork> network_;
 };
 
 }  // namespace tp::golden

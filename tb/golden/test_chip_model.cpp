@@ -15,6 +15,7 @@
 #include "isa.h"
 #include "lazy_zero.h"
 #include "mxu_model.h"
+#include "pod_network.h"
 #include "vpu_ops.h"
 
 namespace {
@@ -867,6 +868,34 @@ TEST(ChipModel, SparseHbmOnALargePreset) {
   EXPECT_THROW(chip.read_hbm(last, 2), std::out_of_range);
   EXPECT_THROW(chip.read_hbm(~uint64_t{0}, 2), std::out_of_range);
   EXPECT_THROW(chip.write_hbm(0, std::vector<uint32_t>(n + 1)), std::invalid_argument);
+}
+
+// The fast pod's links (pod_network.h) on a 4x4 torus, 1 flit per row + a head per 4 rows, 3
+// cycles a hop: an idle path keeps the timing model's arrival; a transfer sharing a link with an
+// earlier one waits for its flits; one on other links, or in the gap after it, does not.
+TEST(PodNetwork, TransfersTakeTurnsOnSharedLinks) {
+  using tp::golden::Coord;
+  const tp::golden::Torus t{4, 4};
+  const tp::golden::Slice all{0, 0, 4, 4};
+  tp::golden::PodNetwork net(t, 3, 1, 4);
+  EXPECT_EQ(net.flits(8), 10u);
+  EXPECT_EQ(net.flits(9), 12u);
+  // (0,0) -> (2,0): two hops east. Idle: the arrival stays.
+  EXPECT_EQ(net.book(all, {0, 0}, {2, 0}, 8, 100, 1000), 1000u);
+  // (1,0) -> (2,0) at the same time shares the second link, which the first transfer's flits hold
+  // from 103 to 113: 3 of its 10 flits go before, 7 after; its last leaves at 120, not 110.
+  EXPECT_EQ(net.book(all, {1, 0}, {2, 0}, 8, 100, 500), 510u);
+  // Another link (north from (0,0)): no wait; the same link after the others: no wait either.
+  EXPECT_EQ(net.book(all, {0, 0}, {0, 1}, 8, 100, 700), 700u);
+  EXPECT_EQ(net.book(all, {1, 0}, {2, 0}, 8, 200, 900), 900u);
+  // To itself, or nothing: no link.
+  EXPECT_EQ(net.book(all, {3, 3}, {3, 3}, 8, 0, 5), 5u);
+  EXPECT_EQ(net.book(all, {0, 0}, {2, 0}, 0, 0, 5), 5u);
+  // Booked later but earlier in time: it takes the free cycles before the first booking (0..100),
+  // then spills past the others.
+  tp::golden::PodNetwork later(t, 3, 1, 4);
+  EXPECT_EQ(later.book(all, {0, 0}, {1, 0}, 8, 10, 50), 50u);
+  EXPECT_EQ(later.book(all, {0, 0}, {1, 0}, 8, 5, 40), 40u + 10u);  // 5 of its 10 flits before 10, 5 after 20
 }
 
 // The fast model's calendar of busy intervals (calendar.h): appending merges, an earlier booking

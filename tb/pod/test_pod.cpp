@@ -596,7 +596,7 @@ TEST(Pod, MatmulDataParallelMixed2x2) {
 }
 // One Verilated chip among fast chips (tensorpod pod --rtl-chip 0,0): the demo's bits, each fast
 // chip done no sooner than its model says, and the pod's cycles: between the all-fast pod's
-// (3718: the fast pod has no network contention, docs/scale.md) and the all-RTL pod's (6096),
+// (4771: its senders do not wait for the links, docs/scale.md) and the all-RTL pod's (6096),
 // pinned (deterministic) with the error it has today.
 TEST(Pod, MatmulDataParallelFastMixed2x2) {
   const PodSpec p = pod(2, 2);
