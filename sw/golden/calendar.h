@@ -3,11 +3,12 @@
 // not in time order, so a later-placed booking fills the gaps an earlier one left.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
-#include <map>
 #include <utility>
+#include <vector>
 
 namespace tp::golden {
 
@@ -16,18 +17,21 @@ namespace tp::golden {
 // one's end (nothing is booked for a count or a length of 0: {from, from}).
 class Calendar {
  public:
-  void clear() { busy_.clear(); }
-  std::size_t intervals() const { return busy_.size(); }  // disjoint, touching ones merged
+  void clear() {
+    busy_.clear();
+    first_ = 0;
+  }
+  std::size_t intervals() const { return busy_.size() - first_; }  // disjoint, touching ones merged
 
   std::pair<uint64_t, uint64_t> book(uint64_t from, uint64_t count, uint64_t len) {
     if (count == 0 || len == 0) return {from, from};
     // Most bookings go at or after the last interval: extend it or append, no search.
-    if (busy_.empty() || from >= busy_.rbegin()->second) {
+    if (intervals() == 0 || from >= busy_.back().second) {
       const uint64_t end = from + count * len;
-      if (!busy_.empty() && busy_.rbegin()->second == from)
-        busy_.rbegin()->second = end;
+      if (intervals() != 0 && busy_.back().second == from)
+        busy_.back().second = end;
       else
-        busy_.emplace_hint(busy_.end(), from, end);
+        busy_.emplace_back(from, end);
       return {from, end};
     }
     uint64_t first = 0, end = from;
@@ -35,23 +39,20 @@ class Calendar {
     uint64_t t = from;
     while (count > 0) {
       // The interval that contains t or the next one after it.
-      auto it = busy_.upper_bound(t);
-      if (it != busy_.begin()) {
-        auto prev = std::prev(it);
-        if (prev->second > t) {
-          t = prev->second;
-          continue;
-        }
+      std::size_t i = after(t);  // the first interval starting after t
+      if (i > first_ && busy_[i - 1].second > t) {
+        t = busy_[i - 1].second;
+        continue;
       }
-      const uint64_t gap_end = it == busy_.end() ? UINT64_MAX : it->first;
+      const uint64_t gap_end = i == busy_.size() ? UINT64_MAX : busy_[i].first;
       const uint64_t fit = std::min<uint64_t>(count, (gap_end - t) / len);
       if (fit == 0) {
-        t = it->second;
+        t = busy_[i].second;
         continue;
       }
       if (!have_first) first = t, have_first = true;
       end = t + fit * len;
-      insert(t, end);
+      insert(i, t, end);
       count -= fit;
       t = end;
     }
@@ -60,29 +61,36 @@ class Calendar {
 
   // Forget what ends before t (no booking will start before it).
   void prune(uint64_t t) {
-    while (!busy_.empty() && busy_.begin()->second <= t) busy_.erase(busy_.begin());
+    while (first_ < busy_.size() && busy_[first_].second <= t) ++first_;
+    if (first_ > 64 && first_ * 2 > busy_.size()) {  // drop the forgotten prefix now and then
+      busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(first_));
+      first_ = 0;
+    }
   }
 
  private:
-  void insert(uint64_t s, uint64_t e) {
-    // Merge with neighbours that touch.
-    auto next = busy_.lower_bound(s);
-    if (next != busy_.begin()) {
-      auto prev = std::prev(next);
-      if (prev->second == s) {
-        s = prev->first;
-        busy_.erase(prev);
-      }
-    }
-    next = busy_.find(e);
-    if (next != busy_.end()) {
-      e = next->second;
-      busy_.erase(next);
-    }
-    busy_[s] = e;
+  // Index of the first (live) interval that starts after t.
+  std::size_t after(uint64_t t) const {
+    const auto it = std::upper_bound(busy_.begin() + static_cast<std::ptrdiff_t>(first_), busy_.end(), t,
+                                     [](uint64_t v, const std::pair<uint64_t, uint64_t>& b) { return v < b.first; });
+    return static_cast<std::size_t>(it - busy_.begin());
   }
-
-  std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint
+  // [s, e) into the gap before interval i, merged with the neighbours it touches.
+  void insert(std::size_t i, uint64_t s, uint64_t e) {
+    const bool prev = i > first_ && busy_[i - 1].second == s, next = i < busy_.size() && busy_[i].first == e;
+    if (prev && next) {
+      busy_[i - 1].second = busy_[i].second;
+      busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (prev) {
+      busy_[i - 1].second = e;
+    } else if (next) {
+      busy_[i].first = s;
+    } else {
+      busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(i), {s, e});
+    }
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> busy_;  // [start, end), sorted, disjoint; live from first_
+  std::size_t first_ = 0;
 };
 
 }  // namespace tp::golden

@@ -30,6 +30,7 @@ ChipModel::ChipModel(const tp::Preset& p)
       mxu_(p.mxu.n, p.mxu.acc_rows),
       timing_(make_dataflow_timing(p)) {
   if (p.chip.queue == 0) throw std::invalid_argument("ChipModel: chip.queue must be positive");
+  for (auto& q : queues_) q.reset(p.chip.queue);
   timeline_.keep_events(false);  // totals only, until someone asks for a trace
 }
 
@@ -352,7 +353,7 @@ bool ChipModel::dispatch(uint64_t& budget) {
         fail(Err::no_halt, pc_);
         return false;
       }
-      isa::Decoded d = decoded_[pc_];
+      const isa::Decoded& d = decoded_[pc_];
       if (d.err != Err::none) {
         fail(d.err, pc_);
         return false;
@@ -381,17 +382,17 @@ bool ChipModel::dispatch(uint64_t& budget) {
           if (can_start(q)) return false;
         continue;
       }
-      if (const Err e = resolve(d.instr); e != Err::none) {
+      fetched_ = d.instr;  // resolved in place: the registers' values go into its fields
+      if (const Err e = resolve(fetched_); e != Err::none) {
         fail(e, pc_);
         return false;
       }
-      if (const Err e = check(d.instr); e != Err::none) {
+      if (const Err e = check(fetched_); e != Err::none) {
         fail(e, pc_);
         return false;
       }
-      if (d.instr.op == Op::mxu_lw) seen_lw_ = lw_unused_ = true;
-      if (d.instr.op == Op::mxu_mm) lw_unused_ = false;
-      fetched_ = d.instr;
+      if (fetched_.op == Op::mxu_lw) seen_lw_ = lw_unused_ = true;
+      if (fetched_.op == Op::mxu_mm) lw_unused_ = false;
       have_fetched_ = true;
     }
     if (fetched_.op == Op::halt) {
@@ -404,12 +405,11 @@ bool ChipModel::dispatch(uint64_t& budget) {
     const unsigned q = static_cast<unsigned>(isa::unit_of(fetched_));
     const unsigned depth = preset_.chip.queue;
     if (queues_[q].size() >= depth) return false;  // stalled on a full queue
-    Entry e;
+    Entry& e = queues_[q].push_slot();
     e.instr = fetched_;
     e.pc = pc_;
     e.seq = seq_[q]++;
     e.dispatch_t = timing_->dispatch(q, e.seq);
-    queues_[q].push_back(e);
     have_fetched_ = false;
     ++pc_;
     ++stats_.instructions;
@@ -435,7 +435,7 @@ bool ChipModel::can_start(unsigned q) const {
 }
 
 void ChipModel::execute(unsigned q) {
-  const Entry e = queues_[q].front();
+  const Entry& e = queues_[q].front();  // readable until the next dispatch (Ring)
   queues_[q].pop_front();
   const isa::Instr& in = e.instr;
   const isa::Fields& f = in.f;

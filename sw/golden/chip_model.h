@@ -205,7 +205,33 @@ class ChipModel {
   bool pair_open_ = false;
   uint32_t pair_writes_ = 0;
   bool switch_pending_ = false;  // the next mxu.mm row switches to the new tile
-  std::array<std::deque<Entry>, isa::kQueues> queues_;
+  // A unit's queue: at most chip.queue entries, in a ring (no allocation per instruction). A
+  // popped entry stays readable until the next push (execute() reads it after popping).
+  class Ring {
+   public:
+    void reset(unsigned capacity) {
+      buf_.assign(capacity, Entry{});
+      head_ = size_ = 0;
+    }
+    bool empty() const { return size_ == 0; }
+    std::size_t size() const { return size_; }
+    const Entry& front() const { return buf_[head_]; }
+    Entry& push_slot() {  // the new back entry, to fill in (the caller checks size() < capacity)
+      Entry& e = buf_[(head_ + size_) % buf_.size()];
+      ++size_;
+      return e;
+    }
+    void pop_front() {
+      head_ = (head_ + 1) % buf_.size();
+      --size_;
+    }
+    void clear() { head_ = size_ = 0; }
+
+   private:
+    std::vector<Entry> buf_;
+    std::size_t head_ = 0, size_ = 0;
+  };
+  std::array<Ring, isa::kQueues> queues_;
   std::array<uint32_t, 16> sems_{};
   uint64_t steps_ = 0;
   Stats stats_;

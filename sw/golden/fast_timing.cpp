@@ -122,7 +122,13 @@ class HbmModel {
     uint64_t laddr = b;
     if (nc_ > 1) {
       const uint64_t blk = b >> 3;
-      for (unsigned k = 0; k < 64; k += cb_) pc ^= static_cast<unsigned>((blk >> k) & (nc_ - 1));
+      if (std::has_single_bit(cb_)) {  // the XOR of every cb-bit chunk, by folding halves
+        uint64_t x = blk;
+        for (unsigned w = 64; w > cb_; w /= 2) x ^= x >> (w / 2);
+        pc = static_cast<unsigned>(x & (nc_ - 1));
+      } else {
+        for (unsigned k = 0; k < 64; k += cb_) pc ^= static_cast<unsigned>((blk >> k) & (nc_ - 1));
+      }
       laddr = ((blk >> cb_) << 3) | (b & 7);
     }
     unsigned bank = 0;
