@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+from report_util import append_entries
 import time
 
 COMPARED = ["pass", "ok", "cycles", "rounds", "output_fnv1a", "chips"]
@@ -87,14 +89,7 @@ def main():
                             "wall_s": got["wall_seconds"], "process_wall_s": wall,
                             "sync_fraction": got["sync_fraction"], "identical": identical, "pass": got["pass"]})
     if a.out:
-        report = {"benchmark": "scale"}
-        if os.path.exists(a.out):
-            with open(a.out) as f:
-                report = json.load(f)
-        report.setdefault("mpi", []).extend(entries)
-        with open(a.out, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        append_entries(a.out, "mpi", entries)
     sys.exit(1 if bad else 0)
 
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from report_util import append_entries
+
 # (name, tensorpod pod arguments): make sim's demo and test_pod's collectives, on tiny chips.
 PROGRAMS = [
     ("pod 2x2 demo", ["--pod", "2x2", "--demo", "--seed", "7"]),
@@ -59,14 +61,7 @@ def main():
             entries.append({"program": name, "preset": preset, "rtl_cycles": r["cycles"],
                             "fast_cycles": f["cycles"], "error": err, "pod": True})
     if a.out:
-        report = {"benchmark": "scale"}
-        if os.path.exists(a.out):
-            with open(a.out) as f:
-                report = json.load(f)
-        report.setdefault("calibration", []).extend(entries)
-        with open(a.out, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        append_entries(a.out, "calibration", entries)
     sys.exit(1 if bad else 0)
 
 

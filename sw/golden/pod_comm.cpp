@@ -47,7 +47,7 @@ class ThreadComm final : public PodComm {
     std::vector<Bytes> from(n);
     for (unsigned r = 0; r < n; ++r) from[r] = hub_->box[r * n + rank_];
     hub_->barrier();  // every rank has read: the boxes may be written again
-    count(t0);
+    count_sync(t0);
     return from;
   }
 
@@ -58,15 +58,11 @@ class ThreadComm final : public PodComm {
     hub_->barrier();
     Bytes out = hub_->box[root];
     hub_->barrier();
-    count(t0);
+    count_sync(t0);
     return out;
   }
 
  private:
-  void count(std::chrono::steady_clock::time_point t0) {
-    sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++syncs_;
-  }
   std::shared_ptr<Hub> hub_;
   unsigned rank_;
 };

@@ -7,6 +7,7 @@
 // pod ...`) and threads of one process (thread_comms below, for the tests).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -39,6 +40,13 @@ class PodComm {
   uint64_t syncs() const { return syncs_; }
 
  protected:
+  // A call's bookkeeping: one more, and its time since t0.
+  void count_sync(std::chrono::steady_clock::time_point t0) {
+    sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++syncs_;
+  }
+
+ private:
   double sync_seconds_ = 0;
   uint64_t syncs_ = 0;
 };

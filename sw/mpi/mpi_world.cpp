@@ -69,7 +69,7 @@ class MpiComm final : public golden::PodComm {
     std::vector<golden::Bytes> out(size_);
     for (unsigned r = 0; r < size_; ++r)
       out[r].assign(recv.begin() + recv_at[r], recv.begin() + recv_at[r] + recv_n[r]);
-    count(t0);
+    count_sync(t0);
     return out;
   }
 
@@ -81,15 +81,11 @@ class MpiComm final : public golden::PodComm {
     bytes.resize(n);
     check(MPI_Bcast(bytes.data(), as_count(n, "a broadcast"), MPI_BYTE, static_cast<int>(root), MPI_COMM_WORLD),
           "MPI_Bcast");
-    count(t0);
+    count_sync(t0);
     return bytes;
   }
 
  private:
-  void count(std::chrono::steady_clock::time_point t0) {
-    sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++syncs_;
-  }
   unsigned rank_, size_;
 };
 
