@@ -87,8 +87,20 @@ void ChipModel::check_loadable(const isa::Program& prog) const {
 void ChipModel::load(const isa::Program& prog) {
   check_loadable(prog);
   code_ = prog.code;
-  decoded_.resize(code_.size());  // decoded once: a loop fetches the same words again and again
-  for (std::size_t i = 0; i < code_.size(); ++i) decoded_[i] = isa::decode(code_[i]);
+  decoded_.resize(code_.size());
+  for (std::size_t i = 0; i < code_.size(); ++i) {
+    Fetch& fe = decoded_[i];
+    fe = Fetch{};
+    fe.d = isa::decode(code_[i]);
+    if (fe.d.err != Err::none) continue;
+    const isa::Instr& in = fe.d.instr;
+    fe.desc = &isa::desc(in.op);
+    fe.scalar = isa::is_scalar(in.op);
+    fe.branch = isa::is_branch(in.op);
+    if (fe.scalar) fe.use = isa::reg_use(in);
+    if (!fe.scalar && (in.op != Op::fence || in.f.unit < isa::kQueues))
+      fe.unit = static_cast<unsigned>(isa::unit_of(in));
+  }
   loaded_ = true;
   pc_ = 0;
   have_fetched_ = false;
@@ -241,8 +253,7 @@ Err ChipModel::check(const isa::Instr& in) {
 // its register field 0: the unit sees the computed value. A computed rows that does not fit its
 // field is bad_field; a computed address that does not fit fails its range check (every memory
 // is smaller than its field's range, docs/isa.md).
-Err ChipModel::resolve(isa::Instr& in) const {
-  const isa::InstrDesc& d = isa::desc(in.op);
+Err ChipModel::resolve(isa::Instr& in, const isa::InstrDesc& d) const {
   for (unsigned k = 0; k < d.nfields; ++k) {
     const isa::FieldDesc& fd = d.fields[k];
     if (!fd.has_reg) continue;
@@ -255,7 +266,7 @@ Err ChipModel::resolve(isa::Instr& in) const {
   return Err::none;
 }
 
-Err ChipModel::check_scalar(const isa::Instr& in) const {
+Err ChipModel::check_scalar(const isa::Instr& in, bool branch) const {
   if (in.wait != 0 || in.signal != 0) return Err::bad_field;  // the front end has no semaphores
   const isa::Fields& f = in.f;
   switch (in.op) {
@@ -269,8 +280,7 @@ Err ChipModel::check_scalar(const isa::Instr& in) const {
     default:
       break;
   }
-  if (isa::desc(in.op).format == "br" || in.op == Op::loop)
-    if (f.target >= code_.size()) return Err::branch_range;
+  if (branch && f.target >= code_.size()) return Err::branch_range;
   return Err::none;
 }
 
@@ -353,13 +363,14 @@ bool ChipModel::dispatch(uint64_t& budget) {
         fail(Err::no_halt, pc_);
         return false;
       }
-      const isa::Decoded& d = decoded_[pc_];
+      const Fetch& fe = decoded_[pc_];
+      const isa::Decoded& d = fe.d;
       if (d.err != Err::none) {
         fail(d.err, pc_);
         return false;
       }
-      if (isa::is_scalar(d.instr.op)) {
-        if (const Err e = check_scalar(d.instr); e != Err::none) {
+      if (fe.scalar) {
+        if (const Err e = check_scalar(d.instr, fe.branch); e != Err::none) {
           fail(e, pc_);
           return false;
         }
@@ -368,7 +379,7 @@ bool ChipModel::dispatch(uint64_t& budget) {
         ++steps_;
         ++stats_.instructions;
         // It pairs with the instruction before it unless that one writes a register it reads.
-        const isa::RegUse use = isa::reg_use(d.instr);
+        const isa::RegUse& use = fe.use;
         const bool paired = pair_open_ && (use.reads & pair_writes_) == 0;
         timing_->scalar(paired);
         const uint32_t at = pc_;
@@ -383,7 +394,8 @@ bool ChipModel::dispatch(uint64_t& budget) {
         continue;
       }
       fetched_ = d.instr;  // resolved in place: the registers' values go into its fields
-      if (const Err e = resolve(fetched_); e != Err::none) {
+      fetched_unit_ = fe.unit;
+      if (const Err e = resolve(fetched_, *fe.desc); e != Err::none) {
         fail(e, pc_);
         return false;
       }
@@ -402,7 +414,7 @@ bool ChipModel::dispatch(uint64_t& budget) {
       timing_->halt();
       return false;  // pc_ stays at the halt: the PC reported on success
     }
-    const unsigned q = static_cast<unsigned>(isa::unit_of(fetched_));
+    const unsigned q = fetched_unit_;
     const unsigned depth = preset_.chip.queue;
     if (queues_[q].size() >= depth) return false;  // stalled on a full queue
     Entry& e = queues_[q].push_slot();

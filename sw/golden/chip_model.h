@@ -163,9 +163,9 @@ class ChipModel {
   // after a unit instruction that can start (the chip finds an execute-time error about then).
   // Returns true only when it stopped because the budget ran out at a scalar instruction.
   bool dispatch(uint64_t& budget);
-  isa::Err resolve(isa::Instr&) const;  // register fields into their fields (docs/isa.md)
+  isa::Err resolve(isa::Instr&, const isa::InstrDesc&) const;  // register fields into their fields (docs/isa.md)
   isa::Err check(const isa::Instr&);
-  isa::Err check_scalar(const isa::Instr&) const;
+  isa::Err check_scalar(const isa::Instr&, bool branch) const;
   void exec_scalar(const isa::Instr&);
   // Units.
   bool can_start(unsigned q) const;
@@ -187,7 +187,17 @@ class ChipModel {
   MxuModel mxu_;
 
   std::vector<isa::Word> code_;
-  std::vector<isa::Decoded> decoded_;  // code_, decoded at load()
+  // An instruction word decoded once at load(), with what the front end asks of it at every
+  // fetch (a loop fetches the same words again and again).
+  struct Fetch {
+    isa::Decoded d;
+    const isa::InstrDesc* desc = nullptr;  // nullptr for a word that did not decode
+    bool scalar = false, branch = false;
+    isa::RegUse use;    // scalar: the registers it reads and writes
+    unsigned unit = 0;  // a unit instruction's queue (a fence's bad unit: 0; check() refuses it)
+  };
+  std::vector<Fetch> decoded_;
+  unsigned fetched_unit_ = 0;  // fetched_'s queue
   bool loaded_ = false;
 
   // Run state.
