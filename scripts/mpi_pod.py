@@ -80,14 +80,16 @@ def main():
             identical = not diff and got.get("ranks") == n
             print(f"mpi_pod: {n} ranks: {'pass' if got['pass'] else 'FAIL'}, {got['cycles']} cycles, "
                   f"pod run {got['wall_seconds']:.2f} s (process {wall:.2f} s), synchronisation "
-                  f"{100 * got['sync_fraction']:.0f}% (worst rank): "
+                  f"{100 * got['sync_fraction']:.0f}% (worst rank), {got['bytes_between_ranks'] / 1e6:.1f} MB between "
+                  "ranks: "
                   + ("identical to 1 rank" if identical else f"DIFFERS from 1 rank in {', '.join(diff) or 'ranks'}"))
             if not identical:
                 print(f"  reproduce: {' '.join(cmd)}")
             bad += not identical or not got["pass"]
             entries.append({"ranks": n, "scenario": scenario, "cycles": got["cycles"], "rounds": got["rounds"],
                             "wall_s": got["wall_seconds"], "process_wall_s": wall,
-                            "sync_fraction": got["sync_fraction"], "identical": identical, "pass": got["pass"]})
+                            "sync_fraction": got["sync_fraction"], "bytes_between_ranks": got["bytes_between_ranks"],
+                            "identical": identical, "pass": got["pass"]})
     if a.out:
         append_entries(a.out, "mpi", entries)
     sys.exit(1 if bad else 0)

@@ -107,6 +107,7 @@ class GoldenSlice final : public Slice {
     // between ranks) is not counted as the run's synchronisation.
     if (comm) (void)comm->all_gather({});
     const double sync0 = comm ? comm->sync_seconds() : 0.0;
+    const uint64_t bytes0 = comm ? comm->bytes_out() : 0;
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = model_.run(budget);
     SliceStatus st;
@@ -115,6 +116,7 @@ class GoldenSlice final : public Slice {
     if (comm) {
       st.ranks = comm->ranks();
       st.sync_seconds = comm->sync_seconds() - sync0;
+      st.bytes_between_ranks = comm->bytes_out() - bytes0;
     }
     st.deadlock = r.deadlock;
     st.timed_out = !r.done && !r.deadlock;
@@ -171,6 +173,7 @@ class GoldenSlice final : public Slice {
     golden::ByteWriter w;
     w.put<double>(st.wall_seconds);
     w.put<double>(st.wall_seconds > 0 ? st.sync_seconds / st.wall_seconds : 0.0);
+    w.put<uint64_t>(st.bytes_between_ranks);
     for (const auto& [idx, m] : counters_) {
       w.put<uint32_t>(idx);
       w.put<uint64_t>(m.size());
@@ -179,10 +182,12 @@ class GoldenSlice final : public Slice {
         w.put<uint64_t>(v);
       }
     }
+    uint64_t total_bytes = 0;
     for (const auto& in : comm->all_gather(w.bytes())) {
       golden::ByteReader rd(in);
       st.wall_seconds = std::max(st.wall_seconds, rd.get<double>());
       st.max_sync_fraction = std::max(st.max_sync_fraction, rd.get<double>());
+      total_bytes += rd.get<uint64_t>();
       while (!rd.done()) {
         auto& m = counters_[rd.get<uint32_t>()];
         for (uint64_t k = rd.get<uint64_t>(); k > 0; --k) {
@@ -191,6 +196,7 @@ class GoldenSlice final : public Slice {
         }
       }
     }
+    st.bytes_between_ranks = total_bytes;
   }
 
   static std::vector<golden::Slice> slices(const SliceShape& s, const SliceOptions& opt) {

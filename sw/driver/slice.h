@@ -96,6 +96,7 @@ struct SliceStatus {
   uint64_t rounds = 0;
   double sync_seconds = 0;
   double max_sync_fraction = 0;
+  uint64_t bytes_between_ranks = 0;  // every rank's bytes sent to the others during run()
 };
 
 class Slice {

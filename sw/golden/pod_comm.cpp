@@ -47,18 +47,19 @@ class ThreadComm final : public PodComm {
     std::vector<Bytes> from(n);
     for (unsigned r = 0; r < n; ++r) from[r] = hub_->box[r * n + rank_];
     hub_->barrier();  // every rank has read: the boxes may be written again
-    count_sync(t0);
+    count_sync(t0, bytes_to_others(to));
     return from;
   }
 
   Bytes broadcast(Bytes bytes, unsigned root) override {
     if (root >= ranks()) throw std::invalid_argument("PodComm::broadcast: no such root rank");
     const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t sent = rank_ == root ? bytes.size() * (ranks() - 1) : 0;
     if (rank_ == root) hub_->box[root] = std::move(bytes);
     hub_->barrier();
     Bytes out = hub_->box[root];
     hub_->barrier();
-    count_sync(t0);
+    count_sync(t0, sent);
     return out;
   }
 

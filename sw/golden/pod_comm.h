@@ -34,21 +34,29 @@ class PodComm {
   // Every rank's bytes, by rank, on every rank.
   std::vector<Bytes> all_gather(const Bytes& mine) { return exchange(std::vector<Bytes>(ranks(), mine)); }
 
-  // Wall time spent in the calls above (moving bytes, and waiting for the slowest rank), and
-  // the number of calls: the synchronisation's cost.
+  // Wall time spent in the calls above (moving bytes, and waiting for the slowest rank), the
+  // number of calls and the bytes sent: the synchronisation's cost.
   double sync_seconds() const { return sync_seconds_; }
   uint64_t syncs() const { return syncs_; }
+  uint64_t bytes_out() const { return bytes_out_; }  // sent to other ranks (a broadcast: by its root)
 
  protected:
-  // A call's bookkeeping: one more, and its time since t0.
-  void count_sync(std::chrono::steady_clock::time_point t0) {
+  // What an exchange sends to the other ranks.
+  uint64_t bytes_to_others(const std::vector<Bytes>& to) const {
+    uint64_t n = 0;
+    for (std::size_t r = 0; r < to.size(); ++r) n += r == rank() ? 0 : to[r].size();
+    return n;
+  }
+  // A call's bookkeeping: one more, its time since t0, the bytes it sent to other ranks.
+  void count_sync(std::chrono::steady_clock::time_point t0, uint64_t bytes_out) {
     sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++syncs_;
+    bytes_out_ += bytes_out;
   }
 
  private:
   double sync_seconds_ = 0;
-  uint64_t syncs_ = 0;
+  uint64_t syncs_ = 0, bytes_out_ = 0;
 };
 
 // R communicators over R threads of this process (rank r: element r). Each thread must make the

@@ -69,7 +69,7 @@ class MpiComm final : public golden::PodComm {
     std::vector<golden::Bytes> out(size_);
     for (unsigned r = 0; r < size_; ++r)
       out[r].assign(recv.begin() + recv_at[r], recv.begin() + recv_at[r] + recv_n[r]);
-    count_sync(t0);
+    count_sync(t0, bytes_to_others(to));
     return out;
   }
 
@@ -81,7 +81,7 @@ class MpiComm final : public golden::PodComm {
     bytes.resize(n);
     check(MPI_Bcast(bytes.data(), as_count(n, "a broadcast"), MPI_BYTE, static_cast<int>(root), MPI_COMM_WORLD),
           "MPI_Bcast");
-    count_sync(t0);
+    count_sync(t0, rank_ == root ? n * (size_ - 1) : 0);
     return bytes;
   }
 

@@ -788,8 +788,11 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   fmt::print("  pod:         {} in {} cycles{}; wall {:.3f} s, {:.0f} simulated chip-cycles/s\n",
              r.status.ok() ? "done" : "FAILED", r.status.cycles, rtl ? "" : " (estimate)", r.status.wall_seconds, rate);
   if (r.status.ranks > 1)
-    fmt::print("  ranks:       {} (MPI), {} rounds; synchronisation {:.0f}% of the wall time (the worst rank)\n",
-               r.status.ranks, r.status.rounds, 100 * r.status.max_sync_fraction);
+    fmt::print(
+        "  ranks:       {} (MPI), {} rounds, {:.1f} MB between ranks; synchronisation {:.0f}% of the wall time (the "
+        "worst rank)\n",
+        r.status.ranks, r.status.rounds, static_cast<double>(r.status.bytes_between_ranks) / 1e6,
+        100 * r.status.max_sync_fraction);
   if (!r.status.report.empty()) fmt::print("{}", r.status.report);
   const auto model = tp::energy::EnergyModel::for_preset(pod.preset);
   const auto energy = tp::driver::slice_energy(*s, r.status, model, rtl);
@@ -808,6 +811,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
               {"ranks", r.status.ranks},
               {"rounds", r.status.rounds},
               {"sync_fraction", r.status.max_sync_fraction},
+              {"bytes_between_ranks", r.status.bytes_between_ranks},
               {"output_fnv1a", fnv1a(r.output)},
               {"report", r.status.report},
               {"energy", tp::energy::to_json(model, energy)},
