@@ -98,9 +98,11 @@ class GoldenSlice final : public Slice {
         model_.chip(idx % kx, idx / kx).timeline().keep_events(tracing());
       }
     // The timeout scales with the chips: the pod's budget is that many instructions for each loaded
-    // chip, pooled (a 32x32 pod runs a thousand times the instructions of one chip).
-    const uint64_t loaded = static_cast<uint64_t>(
-        std::count_if(programs_.begin(), programs_.end(), [](const auto& p) { return p.has_value(); }));
+    // chip, pooled (a 32x32 pod runs a thousand times the instructions of one chip); distributed,
+    // each rank's for the loaded chips it owns, so R ranks have the budget of one process.
+    uint64_t loaded = 0;
+    for (unsigned idx = 0; idx < programs_.size(); ++idx)
+      loaded += programs_[idx] && model_.owns(idx % kx, idx / kx) ? 1 : 0;
     const uint64_t budget =
         timeout > UINT64_MAX / std::max<uint64_t>(1, loaded) ? UINT64_MAX : timeout * std::max<uint64_t>(1, loaded);
     // Distributed: the ranks start together, so the host's work before the run (which differs

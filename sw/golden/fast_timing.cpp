@@ -222,7 +222,7 @@ class HbmModel {
 
 class FastTiming final : public ChipTiming {
  public:
-  static constexpr unsigned kPacketRows = 4;  // tp_ici_unit's rows per packet
+  static constexpr unsigned kPacketRows = isa::hw::ici::kPacketRows;  // tp_ici_unit's rows per packet
   static FastIciFigures ici_figures(const tp::Preset& p) {
     return {p.ici.link_latency + fast_constants(p).hop_extra,
             static_cast<unsigned>((32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits)),

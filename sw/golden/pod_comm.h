@@ -3,7 +3,7 @@
 // crosses ranks (the rounds' messages, the host's reads, the results) goes through a PodComm.
 //
 // Every rank makes the same calls in the same order (the host code runs on every rank, SPMD):
-// each call is collective. Two implementations: MPI (sw/mpi/mpi_comm.h, `mpirun -np R tensorpod
+// each call is collective. Two implementations: MPI (sw/mpi/mpi_world.h, `mpirun -np R tensorpod
 // pod ...`) and threads of one process (thread_comms below, for the tests).
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tp::golden {

@@ -23,7 +23,8 @@
 // of a round the ranks exchange the messages for each other's chips and whether anything moved,
 // and each delivers to its chips in the one-process order (by sender index, then send order).
 // A chip sees only messages of earlier rounds either way, so the results and the cycles are
-// those of one process. The watchdog's budget counts each rank's own instructions.
+// those of one process. The watchdog's budget counts each rank's own instructions: a run that
+// the watchdog stops stops at another point than in one process.
 #pragma once
 
 #include <cstdint>

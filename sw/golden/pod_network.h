@@ -5,8 +5,9 @@
 // timing model gave it a span [send_t, sent_t) (F cycles on an idle network) and an arrival
 // time for an idle network. On link i of the route, its F flits take the earliest free cycles at
 // or after (its start on link i-1) + hop_delay (a flit a cycle, in the gaps other transfers
-// left), and the arrival moves later by as much as its last flit left the last link later than
-// on an idle network. Never earlier: on an idle network the arrival is the timing model's.
+// left); its last flit leaves link i no sooner than hop_delay after it left link i-1; the
+// arrival moves later by as much as its last flit left the last link later than on an idle
+// network. Never earlier: on an idle network the arrival is the timing model's.
 //
 // Transfers are booked in the order the pod hands them over (its rounds, then sender index, then
 // send order), not in time order; the calendars fill gaps, so a later-booked transfer that is
@@ -14,6 +15,7 @@
 // of a distributed pod gives the same bookings.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -38,11 +40,13 @@ class PodNetwork {
     const std::vector<Coord> nodes = route(t_, s, src, dst);
     const std::vector<unsigned> ports = route_ports(t_, s, src, dst);
     const uint64_t f = flits(rows);
-    uint64_t from = send_t, end = send_t;
+    uint64_t from = send_t, end = 0;
     for (std::size_t i = 0; i < ports.size(); ++i) {
       const Coord n = nodes[i];
       const auto [first, last] = links_[4ull * (n.x + n.y * t_.kx) + ports[i]].book(from, f, 1);
-      end = last;
+      // The last flit crosses this link no sooner than a hop after it crossed the one before
+      // (the flits may have found earlier gaps here than there).
+      end = i == 0 ? last : std::max(last, end + hop_delay_);
       from = first + hop_delay_;
     }
     const uint64_t idle_end = send_t + (ports.size() - 1) * hop_delay_ + f;  // the last link, idle network

@@ -885,6 +885,10 @@ int cmd_pod(const PodOptions& o) {
   if (!o.waves.empty()) check_folder(o.waves, "--waves");
   (void)pod_chips(o.wave_chips, "--wave-chip", pod);  // refused before the golden run of --backend both
   const auto golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
+  for (const auto& xy : pod_chips(o.rtl_chips, "--rtl-chip", pod))
+    if (std::find(golden_chips.begin(), golden_chips.end(), xy) != golden_chips.end())
+      throw UsageError(
+          fmt::format("pod: chip {},{} is given as both --golden-chip and --rtl-chip", xy.first, xy.second));
   for (const auto& xy : mixed_fast_chips(o, pod))
     if (std::find(golden_chips.begin(), golden_chips.end(), xy) != golden_chips.end())
       throw UsageError(

@@ -122,20 +122,28 @@ int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_
         double per_s = 0;
         unsigned runs = 0;
       };
-      const auto speed = [&](const tp::driver::MatmulRun& first, const auto& open) {
+      const auto speed = [&](const tp::driver::MatmulRun& first, const auto& open, bool data) {
         double secs = first.run_seconds;
         uint64_t cycles = first.cycles;
         unsigned runs = 1;
         for (; secs < kMinSeconds && runs < kMaxRuns; ++runs) {
           const auto m = prog.run(*open());
+          if (data ? !m.pass : !m.status.ok()) {  // every run checked, as the first
+            fmt::print(stderr, "scale_bench: {} on {}: run {} failed\n", prog.name, name, runs + 1);
+            ok = false;
+            break;
+          }
           secs += m.run_seconds;
           cycles += m.cycles;
         }
         return Speed{secs > 0 ? double(cycles) / secs : 0.0, runs};
       };
-      const Speed rs = speed(r, [&] { return Chip::open(name, Backend::rtl); });
-      const Speed fs = speed(f, [&] { return Chip::open(name, Backend::fast); });
-      const Speed ts = speed(t, [&] { return tp::driver::make_golden_chip(p, true, true); });
+      const Speed rs = speed(
+          r, [&] { return Chip::open(name, Backend::rtl); }, true);
+      const Speed fs = speed(
+          f, [&] { return Chip::open(name, Backend::fast); }, true);
+      const Speed ts = speed(
+          t, [&] { return tp::driver::make_golden_chip(p, true, true); }, false);
       const auto per_s = [&](const tp::driver::MatmulRun& m) {
         return &m == &r ? rs.per_s : &m == &f ? fs.per_s : ts.per_s;
       };

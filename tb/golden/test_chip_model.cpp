@@ -896,6 +896,12 @@ TEST(PodNetwork, TransfersTakeTurnsOnSharedLinks) {
   tp::golden::PodNetwork later(t, 3, 1, 4);
   EXPECT_EQ(later.book(all, {0, 0}, {1, 0}, 8, 10, 50), 50u);
   EXPECT_EQ(later.book(all, {0, 0}, {1, 0}, 8, 5, 40), 40u + 10u);  // 5 of its 10 flits before 10, 5 after 20
+  // A delay on the first link of two carries to the arrival: (0,0)E is busy 5..15, so a transfer
+  // from 0 puts 5 flits before and 5 after it; the second link, free, would take all 10 from 3,
+  // but the last flit reaches it only a hop after it left the first (at 20): 10 cycles late.
+  tp::golden::PodNetwork two(t, 3, 1, 4);
+  EXPECT_EQ(two.book(all, {0, 0}, {1, 0}, 8, 5, 100), 100u);
+  EXPECT_EQ(two.book(all, {0, 0}, {2, 0}, 8, 0, 200), 210u);
 }
 
 // The fast model's calendar of busy intervals (calendar.h): appending merges, an earlier booking

@@ -594,8 +594,8 @@ TEST(Pod, MatmulDataParallelMixed2x2) {
   EXPECT_TRUE(r.pass) << r.mismatches << " mismatching words";
   EXPECT_EQ(r.output, pod_matmul(1, 1, Backend::golden));
 }
-// One Verilated chip among fast chips (tensorpod pod --rtl-chip 0,0): the demo's bits, each fast
-// chip done no sooner than its model says, and the pod's cycles: between the all-fast pod's
+// One Verilated chip among fast chips (tensorpod pod --rtl-chip 0,0): the demo's bits, the fast
+// chips held back by the network (a lag), and the pod's cycles: between the all-fast pod's
 // (4771: its senders do not wait for the links, docs/scale.md) and the all-RTL pod's (6096),
 // pinned (deterministic) with the error it has today.
 TEST(Pod, MatmulDataParallelFastMixed2x2) {
@@ -612,7 +612,6 @@ TEST(Pod, MatmulDataParallelFastMixed2x2) {
   for (const auto& [x, y] : o.fast_chips) {
     const auto c = s->counters(x, y);
     EXPECT_EQ(c.at("fast_timing"), 1u);
-    EXPECT_EQ(c.at("cycles"), c.at("est_cycles") + c.at("fast_lag"));
     lag += c.at("fast_lag");
   }
   EXPECT_GT(lag, 0u) << "the sends meet contention in the network, which the fast chips' models do not see";

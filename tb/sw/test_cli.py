@@ -76,6 +76,7 @@ def main():
             (["pod", "--topology", "2x2", "--backend", "fast", "--rtl-chip", "0,0", "--demo"], "mixed rtl pod"),
             (["pod", "--demo", "--fast-chip", "0,0", "--rtl-chip", "1,1"], "not both"),
             (["pod", "--demo", "--golden-chip", "1,0", "--fast-chip", "1,0"], "both --golden-chip and --fast-chip"),
+            (["pod", "--demo", "--golden-chip", "1,0", "--rtl-chip", "1,0"], "both --golden-chip and --rtl-chip"),
             (["run", "--matmul", "8x8x8", "--timing-only"], "--timing-only"),
             (["run", "p.tpb", "--backend", "fast", "--timing-only"], "--timing-only"),
         ]
