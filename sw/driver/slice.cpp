@@ -29,14 +29,11 @@ class GoldenSlice final : public Slice {
   GoldenSlice(const PodSpec& pod, const SliceShape& shape, const SliceOptions& opt, bool fast)
       : Slice(pod, shape), model_(pod.preset, {pod.kx, pod.ky, pod.link_latency}, slices(shape, opt)), fast_(fast) {
     if (opt.comm) model_.distribute(opt.comm);
-    if (fast) {  // the links' contention, with the fast model's figures
-      const auto f = golden::fast_ici_figures(model_.preset());
-      model_.model_contention(f.hop_delay, f.body_flits, f.packet_rows);
-    }
-    if (fast)
-      for (unsigned y = 0; y < pod.ky; ++y)
-        for (unsigned x = 0; x < pod.kx; ++x)  // the pod's preset: its torus and link latency
-          if (model_.owns(x, y)) model_.chip(x, y).set_timing(golden::make_fast_timing(model_.preset()));
+    if (!fast) return;
+    model_.model_contention(golden::fast_ici_figures(model_.preset()));  // the links, with the fast model's figures
+    for (unsigned y = 0; y < pod.ky; ++y)
+      for (unsigned x = 0; x < pod.kx; ++x)  // the pod's preset: its torus and link latency
+        if (model_.owns(x, y)) model_.chip(x, y).set_timing(golden::make_fast_timing(model_.preset()));
   }
 
   std::string backend_name() const override { return fast_ ? "fast" : "golden"; }

@@ -96,6 +96,8 @@ std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset&);
 // pipeline), flits per row, and rows per packet (a head flit leads each).
 struct FastIciFigures {
   unsigned hop_delay = 0, body_flits = 0, packet_rows = 0;
+  // The flits of a send of `rows` rows.
+  uint64_t flits(uint64_t rows) const { return rows * body_flits + (rows + packet_rows - 1) / packet_rows; }
 };
 FastIciFigures fast_ici_figures(const tp::Preset&);
 

@@ -222,11 +222,10 @@ class HbmModel {
 
 class FastTiming final : public ChipTiming {
  public:
-  static constexpr unsigned kPacketRows = isa::hw::ici::kPacketRows;  // tp_ici_unit's rows per packet
   static FastIciFigures ici_figures(const tp::Preset& p) {
     return {p.ici.link_latency + fast_constants(p).hop_extra,
             static_cast<unsigned>((32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits)),
-            kPacketRows};
+            isa::hw::ici::kPacketRows};  // tp_ici_unit's rows per packet
   }
 
   explicit FastTiming(const tp::Preset& p) : k_(fast_constants(p)) {
@@ -234,7 +233,7 @@ class FastTiming final : public ChipTiming {
     n_ = p.mxu.n;
     depth_ = p.chip.queue;
     sublanes_ = p.chip.sublanes;
-    body_flits_ = (32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits);
+    ici_ = ici_figures(p);
     link_latency_ = p.ici.link_latency;
     reset();
   }
@@ -393,7 +392,7 @@ class FastTiming final : public ChipTiming {
     return port_.book(t, 1, 1).first;
   }
 
-  uint64_t send_flits(uint64_t rows) const { return rows * body_flits_ + (rows + kPacketRows - 1) / kPacketRows; }
+  uint64_t send_flits(uint64_t rows) const { return ici_.flits(rows); }
 
   // No booking starts before the oldest instruction still queued was dispatched.
   void prune() {
@@ -407,7 +406,8 @@ class FastTiming final : public ChipTiming {
 
   Constants k_;
   unsigned n_ = 0, depth_ = 0, sublanes_ = 0;
-  uint64_t body_flits_ = 0, link_latency_ = 0;
+  FastIciFigures ici_;
+  uint64_t link_latency_ = 0;
 
   std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;
   std::array<std::deque<uint64_t>, isa::kQueues> pending_;  // dispatch times of queued instructions

@@ -63,14 +63,10 @@ PodModel::PodModel(const tp::Preset& preset, PodTopology topo, std::vector<Slice
   sent_.assign(size(), 0);
 }
 
-void PodModel::model_contention(unsigned hop_delay, unsigned body_flits, unsigned packet_rows) {
-  network_.emplace(Torus{topo_.kx, topo_.ky}, hop_delay, body_flits, packet_rows);
-}
+void PodModel::model_contention(const FastIciFigures& f) { network_.emplace(Torus{topo_.kx, topo_.ky}, f); }
 
-void PodModel::book(Pending& p) {
-  const Slice& s = slices_.at(static_cast<std::size_t>(slice_of_.at(p.from)));
-  p.msg.arrive_t =
-      network_->book(s, p.msg.src, p.msg.dst, p.msg.words.size() / preset_.mxu.n, p.msg.send_t, p.msg.arrive_t);
+uint64_t PodModel::book(unsigned from, Coord src, Coord dst, uint64_t rows, uint64_t send_t, uint64_t arrive_t) {
+  return network_->book(slices_.at(static_cast<std::size_t>(slice_of_.at(from))), src, dst, rows, send_t, arrive_t);
 }
 
 namespace {
@@ -184,7 +180,9 @@ PodResult PodModel::run(uint64_t max_steps) {
       all_finished = g.finished;
       watchdog = g.watchdog;
     } else if (network_) {
-      for (Pending& p : batch) book(p);  // in delivery order
+      for (Pending& p : batch)  // in delivery order
+        p.msg.arrive_t =
+            book(p.from, p.msg.src, p.msg.dst, p.msg.words.size() / preset_.mxu.n, p.msg.send_t, p.msg.arrive_t);
     }
     // Deliver what this round sent, in send order.
     for (Pending& p : batch) {
@@ -305,10 +303,8 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
     // Every rank books every message in that order; each keeps the arrivals of its own.
     std::stable_sort(bookings.begin(), bookings.end(), by_sender);
     std::map<std::pair<uint32_t, uint64_t>, uint64_t> arrival;
-    for (const Booking& b : bookings) {
-      const Slice& s = slices_.at(static_cast<std::size_t>(slice_of_.at(b.from)));
-      arrival[{b.from, b.seq}] = network_->book(s, b.src, b.dst, b.rows, b.send_t, b.arrive_t);
-    }
+    for (const Booking& b : bookings)
+      arrival[{b.from, b.seq}] = book(b.from, b.src, b.dst, b.rows, b.send_t, b.arrive_t);
     for (Pending& p : local) p.msg.arrive_t = arrival.at({p.from, p.seq});
   }
   batch = std::move(local);

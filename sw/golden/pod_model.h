@@ -94,7 +94,7 @@ class PodModel {
   // Link contention (pod_network.h) for the fast pod: each round's messages take turns on the
   // links they cross, in the order the pod delivers them, and arrive later when they met busy
   // links. Off by default (the golden pod's estimate has an idle network). Call before run().
-  void model_contention(unsigned hop_delay, unsigned body_flits, unsigned packet_rows);
+  void model_contention(const FastIciFigures&);
 
   // Loads a chip's program (ChipModel::load). Throws std::invalid_argument for an idle chip.
   void load(unsigned x, unsigned y, const isa::Program&);
@@ -120,9 +120,9 @@ class PodModel {
     bool moved = false, finished = true, watchdog = false;
   };
   RoundState exchange_round(std::vector<Pending>& batch, RoundState mine);
-  // Contention: books a message on the links and moves its arrival (the round's messages of every
-  // rank in delivery order).
-  void book(Pending&);
+  // Contention: books a message of sender `from` on the links; its arrival, moved later if they
+  // were busy (the round's messages of every rank, in delivery order).
+  uint64_t book(unsigned from, Coord src, Coord dst, uint64_t rows, uint64_t send_t, uint64_t arrive_t);
   // Distributed: every rank's chips' results, on every rank.
   void gather_results(PodResult&);
   std::string report(const PodResult&) const;

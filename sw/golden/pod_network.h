@@ -20,18 +20,15 @@
 #include <vector>
 
 #include "calendar.h"
+#include "chip_timing.h"
 #include "ici_model.h"
 
 namespace tp::golden {
 
 class PodNetwork {
  public:
-  // hop_delay: cycles from a flit on one link to the same flit on the next (link latency and the
-  // router's pipeline); body_flits: flits per row (a head flit leads each packet of packet_rows).
-  PodNetwork(Torus t, unsigned hop_delay, unsigned body_flits, unsigned packet_rows)
-      : t_(t), hop_delay_(hop_delay), body_flits_(body_flits), packet_rows_(packet_rows), links_(4ull * t.kx * t.ky) {}
-
-  uint64_t flits(uint64_t rows) const { return (rows + packet_rows_ - 1) / packet_rows_ + rows * body_flits_; }
+  // The fast model's hop delay (a flit on one link to the same flit on the next) and flit counts.
+  PodNetwork(Torus t, const FastIciFigures& f) : t_(t), f_(f), links_(4ull * t.kx * t.ky) {}
 
   // Books a transfer of `rows` rows and returns its arrival: arrive_t, or later if the links it
   // crosses were busy.
@@ -39,23 +36,23 @@ class PodNetwork {
     if (src == dst || rows == 0) return arrive_t;
     const std::vector<Coord> nodes = route(t_, s, src, dst);
     const std::vector<unsigned> ports = route_ports(t_, s, src, dst);
-    const uint64_t f = flits(rows);
+    const uint64_t f = f_.flits(rows);
     uint64_t from = send_t, end = 0;
     for (std::size_t i = 0; i < ports.size(); ++i) {
       const Coord n = nodes[i];
       const auto [first, last] = links_[4ull * (n.x + n.y * t_.kx) + ports[i]].book(from, f, 1);
       // The last flit crosses this link no sooner than a hop after it crossed the one before
       // (the flits may have found earlier gaps here than there).
-      end = i == 0 ? last : std::max(last, end + hop_delay_);
-      from = first + hop_delay_;
+      end = i == 0 ? last : std::max(last, end + f_.hop_delay);
+      from = first + f_.hop_delay;
     }
-    const uint64_t idle_end = send_t + (ports.size() - 1) * hop_delay_ + f;  // the last link, idle network
+    const uint64_t idle_end = send_t + (ports.size() - 1) * f_.hop_delay + f;  // the last link, idle network
     return arrive_t + (end > idle_end ? end - idle_end : 0);
   }
 
  private:
   Torus t_;
-  unsigned hop_delay_, body_flits_, packet_rows_;
+  FastIciFigures f_;
   std::vector<Calendar> links_;  // by 4 * node index + output port (0 north, 1 south, 2 east, 3 west)
 };
 

@@ -885,14 +885,11 @@ int cmd_pod(const PodOptions& o) {
   if (!o.waves.empty()) check_folder(o.waves, "--waves");
   (void)pod_chips(o.wave_chips, "--wave-chip", pod);  // refused before the golden run of --backend both
   const auto golden_chips = pod_chips(o.golden_chips, "--golden-chip", pod);
-  for (const auto& xy : pod_chips(o.rtl_chips, "--rtl-chip", pod))
-    if (std::find(golden_chips.begin(), golden_chips.end(), xy) != golden_chips.end())
-      throw UsageError(
-          fmt::format("pod: chip {},{} is given as both --golden-chip and --rtl-chip", xy.first, xy.second));
-  for (const auto& xy : mixed_fast_chips(o, pod))
-    if (std::find(golden_chips.begin(), golden_chips.end(), xy) != golden_chips.end())
-      throw UsageError(
-          fmt::format("pod: chip {},{} is given as both --golden-chip and --fast-chip", xy.first, xy.second));
+  for (const auto& [list, option] : {std::pair{&o.fast_chips, "--fast-chip"}, std::pair{&o.rtl_chips, "--rtl-chip"}})
+    for (const auto& xy : pod_chips(*list, option, pod))
+      if (std::find(golden_chips.begin(), golden_chips.end(), xy) != golden_chips.end())
+        throw UsageError(
+            fmt::format("pod: chip {},{} is given as both --golden-chip and {}", xy.first, xy.second, option));
   if (!o.program.empty()) check_input(o.program, "--program");
   for (const auto& pa : o.program_at)
     if (const auto eq = pa.find('='); eq != std::string::npos) check_input(pa.substr(eq + 1), "--program-at");
@@ -1393,7 +1390,7 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
     fmt::print(stderr, "tensorpod: interrupted; what ran is reported above (and in --report, if given)\n");
     return kExitInterrupted;
   };
-  try {
+  const auto dispatch = [&] {
     if (world.size() > 1) {
       if (!*pod_cmd)
         throw UsageError(fmt::format("under mpirun ({} ranks) only `tensorpod pod` runs (a pod split over the ranks)",
@@ -1407,24 +1404,24 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
     if (*pod_cmd) return finish(cmd_pod(pod));
     if (*train_cmd) return finish(cmd_train(train));
     return finish(cmd_run(run));
+  };
+  threw = true;  // until a command returns: then no exception left this function
+  try {
+    const int code = dispatch();
+    threw = false;
+    return code;
   } catch (const UsageError& e) {
-    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::ConfigError& e) {
-    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::isa::IsaError& e) {
-    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::compiler::CompileError& e) {
-    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const tp::driver::DriverError& e) {
-    threw = true;
     fmt::print(stderr, "tensorpod: {}\n", e.what());
   } catch (const std::exception& e) {
     // Not an input problem: a failure inside a backend or the host.
-    threw = true;
     fmt::print(stderr, "tensorpod: internal error: {}\n", e.what());
     return kExitFail;
   }

@@ -144,12 +144,9 @@ int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_
           f, [&] { return Chip::open(name, Backend::fast); }, true);
       const Speed ts = speed(
           t, [&] { return tp::driver::make_golden_chip(p, true, true); }, false);
-      const auto per_s = [&](const tp::driver::MatmulRun& m) {
-        return &m == &r ? rs.per_s : &m == &f ? fs.per_s : ts.per_s;
-      };
       fmt::print(
           "{:<12} {:<40} rtl {:>9} fast {:>9} error {:+6.2f}%   cycles/s: rtl {:.3g} fast {:.3g} timing-only {:.3g}\n",
-          name, prog.name, r.cycles, f.cycles, 100 * err, per_s(r), per_s(f), per_s(t));
+          name, prog.name, r.cycles, f.cycles, 100 * err, rs.per_s, fs.per_s, ts.per_s);
       append(out, "calibration",
              {{"program", prog.name},
               {"preset", name},
@@ -162,14 +159,14 @@ int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_
              {{"program", prog.name},
               {"preset", name},
               {"cycles", r.cycles},
-              {"rtl_cycles_per_s", per_s(r)},
-              {"fast_cycles_per_s", per_s(f)},
-              {"timing_only_cycles_per_s", per_s(t)},
+              {"rtl_cycles_per_s", rs.per_s},
+              {"fast_cycles_per_s", fs.per_s},
+              {"timing_only_cycles_per_s", ts.per_s},
               {"rtl_runs", rs.runs},
               {"fast_runs", fs.runs},
               {"timing_only_runs", ts.runs},
-              {"fast_speedup", per_s(r) > 0 ? per_s(f) / per_s(r) : 0.0},
-              {"timing_only_speedup", per_s(r) > 0 ? per_s(t) / per_s(r) : 0.0}});
+              {"fast_speedup", rs.per_s > 0 ? fs.per_s / rs.per_s : 0.0},
+              {"timing_only_speedup", rs.per_s > 0 ? ts.per_s / rs.per_s : 0.0}});
     }
   }
   return ok ? 0 : 1;

@@ -877,9 +877,10 @@ TEST(PodNetwork, TransfersTakeTurnsOnSharedLinks) {
   using tp::golden::Coord;
   const tp::golden::Torus t{4, 4};
   const tp::golden::Slice all{0, 0, 4, 4};
-  tp::golden::PodNetwork net(t, 3, 1, 4);
-  EXPECT_EQ(net.flits(8), 10u);
-  EXPECT_EQ(net.flits(9), 12u);
+  const tp::golden::FastIciFigures f{3, 1, 4};
+  tp::golden::PodNetwork net(t, f);
+  EXPECT_EQ(f.flits(8), 10u);
+  EXPECT_EQ(f.flits(9), 12u);
   // (0,0) -> (2,0): two hops east. Idle: the arrival stays.
   EXPECT_EQ(net.book(all, {0, 0}, {2, 0}, 8, 100, 1000), 1000u);
   // (1,0) -> (2,0) at the same time shares the second link, which the first transfer's flits hold
@@ -893,13 +894,13 @@ TEST(PodNetwork, TransfersTakeTurnsOnSharedLinks) {
   EXPECT_EQ(net.book(all, {0, 0}, {2, 0}, 0, 0, 5), 5u);
   // Booked later but earlier in time: it takes the free cycles before the first booking (0..100),
   // then spills past the others.
-  tp::golden::PodNetwork later(t, 3, 1, 4);
+  tp::golden::PodNetwork later(t, f);
   EXPECT_EQ(later.book(all, {0, 0}, {1, 0}, 8, 10, 50), 50u);
   EXPECT_EQ(later.book(all, {0, 0}, {1, 0}, 8, 5, 40), 40u + 10u);  // 5 of its 10 flits before 10, 5 after 20
   // A delay on the first link of two carries to the arrival: (0,0)E is busy 5..15, so a transfer
   // from 0 puts 5 flits before and 5 after it; the second link, free, would take all 10 from 3,
   // but the last flit reaches it only a hop after it left the first (at 20): 10 cycles late.
-  tp::golden::PodNetwork two(t, 3, 1, 4);
+  tp::golden::PodNetwork two(t, f);
   EXPECT_EQ(two.book(all, {0, 0}, {1, 0}, 8, 5, 100), 100u);
   EXPECT_EQ(two.book(all, {0, 0}, {2, 0}, 8, 0, 200), 210u);
 }
