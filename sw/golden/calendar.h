@@ -24,6 +24,12 @@ class Calendar {
   std::size_t intervals() const { return busy_.size() - first_; }  // disjoint, touching ones merged
 
   std::pair<uint64_t, uint64_t> book(uint64_t from, uint64_t count, uint64_t len) {
+    return book_runs(from, count, len, [](uint64_t, uint64_t) {});
+  }
+
+  // book(), telling `run(start, slots)` of each run of back-to-back slots it placed, in order.
+  template <class Run>
+  std::pair<uint64_t, uint64_t> book_runs(uint64_t from, uint64_t count, uint64_t len, Run&& run) {
     if (count == 0 || len == 0) return {from, from};
     // Most bookings go at or after the last interval: extend it or append, no search.
     if (intervals() == 0 || from >= busy_.back().second) {
@@ -32,6 +38,7 @@ class Calendar {
         busy_.back().second = end;
       else
         busy_.emplace_back(from, end);
+      run(from, count);
       return {from, end};
     }
     uint64_t first = 0, end = from;
@@ -53,6 +60,7 @@ class Calendar {
       if (!have_first) first = t, have_first = true;
       end = t + fit * len;
       insert(i, t, end);
+      run(t, fit);
       count -= fit;
       t = end;
     }

@@ -163,6 +163,7 @@ class ChipModel {
   // after a unit instruction that can start (the chip finds an execute-time error about then).
   // Returns true only when it stopped because the budget ran out at a scalar instruction.
   bool dispatch(uint64_t& budget);
+  void push_fetched(bool copy);
   isa::Err resolve(isa::Instr&, const isa::InstrDesc&) const;  // register fields into their fields (docs/isa.md)
   isa::Err check(const isa::Instr&);
   isa::Err check_scalar(const isa::Instr&, bool branch) const;
@@ -203,7 +204,7 @@ class ChipModel {
   // Run state.
   uint32_t pc_ = 0;
   bool have_fetched_ = false;  // instr at pc_ fetched and checked, stalled on a full queue
-  isa::Instr fetched_;
+  isa::Instr fetched_;         // that instruction (one with room in its queue goes there at once)
   bool halted_ = false;
   bool finished_ = false;
   Result result_;
@@ -226,13 +227,15 @@ class ChipModel {
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
     const Entry& front() const { return buf_[head_]; }
-    Entry& push_slot() {  // the new back entry, to fill in (the caller checks size() < capacity)
-      Entry& e = buf_[(head_ + size_) % buf_.size()];
-      ++size_;
-      return e;
+    // The entry after the back, to fill in before push() makes it the back (the caller checks
+    // size() < capacity).
+    Entry& next_slot() {
+      const std::size_t i = head_ + size_;
+      return buf_[i < buf_.size() ? i : i - buf_.size()];
     }
+    void push() { ++size_; }
     void pop_front() {
-      head_ = (head_ + 1) % buf_.size();
+      if (++head_ == buf_.size()) head_ = 0;
       --size_;
     }
     void clear() { head_ = size_ = 0; }

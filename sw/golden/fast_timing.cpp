@@ -277,10 +277,23 @@ class FastTiming final : public ChipTiming {
         break;
       case Op::dma_ld: {
         const uint64_t beats = uint64_t{f.rows} * f.cols, per_beat = 1ull << f.packed;
+        uint64_t beats_done = 0;
         // The descriptor FIFO holds four loads: the fifth waits for the first's completion.
         start = std::max({ready, ld_req_free_, ld_done_[seq % ld_done_.size()]});
         uint64_t t = start + k_.ld_req_delay, written = ld_last_done_;
-        for (uint64_t i = 0; i < beats; ++i) {
+        if (!hbm_) {
+          // The same as the loop below, a run of back-to-back requests at a time: over a run of
+          // k requests from s, the last row is written at the later of the previous one's
+          // k rows on and the first request's data k - 1 rows on.
+          const uint64_t lat = k_.mem_latency + k_.rd_pipe;
+          ld_port_.book_runs(t, beats, 1, [&](uint64_t s, uint64_t k) {
+            (void)port_.book(s, k, 1);
+            written = std::max(written + k * per_beat, s + lat + per_beat - 1 + (k - 1) * per_beat);
+            t = s + k;
+          });
+          beats_done = beats;
+        }
+        for (uint64_t i = beats_done; i < beats; ++i) {
           uint64_t req = request(t, true);
           const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
           uint64_t data = req + k_.mem_latency;
@@ -301,7 +314,12 @@ class FastTiming final : public ChipTiming {
         start = std::max(ready, st_free_);
         // The VMEM reads run ahead; a packed beat needs two rows, so a beat every other cycle.
         uint64_t t = start + k_.st_req_delay, acked = start;
-        for (uint64_t i = 0; i < beats; ++i) {
+        uint64_t i = 0;
+        if (!hbm_ && !f.packed) {  // the loop below, at once: back-to-back requests
+          acked = std::max(acked, port_.book(t, beats, 1).second - 1 + k_.wr_ack);
+          i = beats;
+        }
+        for (; i < beats; ++i) {
           uint64_t req = request(t, false);
           const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
           if (hbm_) req = hbm_->write(req, beat);
