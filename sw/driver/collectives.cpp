@@ -103,6 +103,20 @@ std::vector<Stream> torus_streams(const CollectivePlan& c) {
     s = {{{d, d}, 1, 1}, {{d, d}, 1, -1}};
   }
   const auto n = static_cast<uint32_t>(s.size());
+  if (c.kind == Collective::all_gather) {
+    // The gathered rows (p blocks): stream t takes part t of every chip's block (the blocks' R
+    // rows cut into near-equal parts), p parts of the same size, so that every chunk of every
+    // phase divides evenly and each chip owns exactly its own block's part at the end of the
+    // reduce-scatter that this all-gather undoes.
+    uint32_t at = 0;
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t part = static_cast<uint32_t>(uint64_t{t + 1} * c.rows / n - uint64_t{t} * c.rows / n);
+      s[t].first = at;
+      s[t].rows = part * c.p();
+      at += s[t].rows;
+    }
+    return s;
+  }
   for (uint32_t t = 0; t < n; ++t) {
     s[t].first = static_cast<uint32_t>(uint64_t{t} * c.rows / n);
     s[t].rows = static_cast<uint32_t>(uint64_t{t + 1} * c.rows / n) - s[t].first;
@@ -157,8 +171,18 @@ struct TorusLayout {
   std::vector<std::array<uint64_t, 2>> recv;  // per stream and phase: the first step's buffer
   std::vector<std::array<uint64_t, 2>> cmax;  // ... and the buffers' rows
 };
+// A reduce-scatter stores each stream's own chunk from the input (no output rows); an all-gather
+// has no input or receive buffers: each chip loads its block's parts into their places in the
+// output, where the others' arrive.
 TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& streams) {
   TorusLayout l;
+  if (c.kind == Collective::all_gather) {
+    l.recv.assign(streams.size(), {});
+    l.cmax.assign(streams.size(), {});
+    l.out = 0;
+    l.end = uint64_t{c.p()} * c.rows;
+    return l;
+  }
   uint64_t at = c.rows;
   for (const Stream& t : streams) {
     std::array<uint64_t, 2> recv{}, cmax{};
@@ -174,11 +198,13 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
     l.cmax.push_back(cmax);
   }
   l.out = at;
-  l.end = at + c.rows;
+  l.end = c.kind == Collective::reduce_scatter ? at : at + c.rows;
   return l;
 }
 
-// The torus all-reduce's instructions for slice chip k, without halt. Per stream, reduce-scatter
+// The torus all-reduce's instructions for slice chip k, without halt, or its first half (a
+// reduce-scatter: each stream's own chunk stored from the input) or its second (an all-gather:
+// the block's parts loaded into their places). Per stream, reduce-scatter
 // phases (a ring along each of its dimensions in turn: at step s a chip sends its partial chunk
 // pos - s - 1 of the phase's rows to the next chip of the ring and adds the chunk pos - s - 2 that
 // arrives into its own, as the ring all-reduce does), the own finished chunk copied into the
@@ -193,10 +219,11 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
 //   kLoaded, kLoadDone the input loaded (ICI, vector queue), kAllIn everything in (the store).
 constexpr std::array<unsigned, 4> kRsSem = {kRsArrived, 9, 10, 11}, kAgSem = {kAgArrived, 12, 13, 14};
 
-std::vector<Instr> torus_all_reduce_code(const CollectivePlan& c, unsigned k) {
+std::vector<Instr> torus_code(const CollectivePlan& c, unsigned k) {
   const std::vector<Stream> streams = torus_streams(c);
   const TorusLayout l = torus_layout(c, streams);
   const auto ns = static_cast<unsigned>(streams.size());
+  const bool rs = c.kind != Collective::all_gather, ag = c.kind != Collective::reduce_scatter;
   std::vector<Instr> code;
   auto add = [&](const Instr& i) { code.push_back(i); };
 
@@ -250,15 +277,33 @@ std::vector<Instr> torus_all_reduce_code(const CollectivePlan& c, unsigned k) {
     return need;
   };
   std::vector<uint64_t> own_copy(ns, 0);
+  // Each stream's own rows at the end of the reduce-scatter, and where a reduce-scatter stores
+  // them (the streams' in stream order) or where an all-gather's block has them (its parts).
+  std::vector<std::pair<uint32_t, uint32_t>> own(ns);
+  std::vector<uint32_t> own_at(ns, 0);
+  for (unsigned ti = 0; ti < ns; ++ti) {
+    own[ti] = region(c, streams[ti], streams[ti].ndims, k);
+    if (ti + 1 < ns) own_at[ti + 1] = own_at[ti] + own[ti].second;
+  }
 
   // The input first (the vector queue takes a second token of it), the output last: the memory
   // transfers do not overlap the network (docs/collectives.md says why).
-  add(dma(Op::dma_ld, l.in, c.in_beat, c.rows, 0, kLoaded));
-  add(fence(kLoad, 0, kLoadDone));
+  if (rs) {
+    add(dma(Op::dma_ld, l.in, c.in_beat, c.rows, 0, kLoaded));
+    add(fence(kLoad, 0, kLoadDone));
+  } else {
+    // An all-gather's block, part by part into its places in the output; every stream's first
+    // send waits for all of them (one count: the load queue's fence).
+    for (unsigned ti = 0; ti < ns; ++ti) {
+      add(dma(Op::dma_ld, l.out + own[ti].first, c.in_beat + own_at[ti], own[ti].second, 0, 0));
+      own_copy[ti] = 1;
+    }
+    add(fence(kLoad, 0, kOwnOut));
+  }
   bool first_send = true;
 
   // Reduce-scatter: phase, step, piece, stream.
-  for (unsigned ph = 0; ph < phases; ++ph) {
+  for (unsigned ph = 0; rs && ph < phases; ++ph) {
     unsigned steps = 0;
     for (const Stream& t : streams)
       if (ph < t.ndims) steps = std::max(steps, extent(c, t.dims[ph]) - 1);
@@ -298,11 +343,17 @@ std::vector<Instr> torus_all_reduce_code(const CollectivePlan& c, unsigned k) {
             m[s][g] = ++adds;
             if (s + 2 == rg.kd) last_step[ti][ph].push_back({ca.first + pa[g].first, pa[g].second, adds});
             // The stream's own chunk is finished with its last phase's last addition: into the
-            // output at once (the vector queue runs in order, so after the additions that made it).
+            // output at once (the vector queue runs in order, so after the additions that made it),
+            // or, ending a reduce-scatter, stored once the vector queue is past those additions.
             if (s + 2 == rg.kd && ph + 1 == t.ndims && g + 1 == pa.size()) {
-              const auto own = chunk_of(rg.reg, rg.pos, rg.kd);
-              add(vec(Op::vmov, l.out + own.first, l.in + own.first, own.second, 0, kOwnOut));
-              own_copy[ti] = ++owns;
+              const auto& o = own[ti];
+              if (ag) {
+                add(vec(Op::vmov, l.out + o.first, l.in + o.first, o.second, 0, kOwnOut));
+                own_copy[ti] = ++owns;
+              } else {
+                add(fence(kVec, 0, kOwnOut));
+                add(dma(Op::dma_st, l.in + o.first, c.out_beat + own_at[ti], o.second, kOwnOut, 0));
+              }
             }
           }
         }
@@ -313,7 +364,7 @@ std::vector<Instr> torus_all_reduce_code(const CollectivePlan& c, unsigned k) {
   // All-gather: phases in reverse order, step, piece, stream. At step s a chip forwards the chunk
   // pos - s of the phase's rows (its own at step 0) to the same rows of the next chip's output;
   // the last step's arrivals are taken by fences, and the next phase starts from the whole region.
-  for (unsigned phr = phases; phr-- > 0;) {
+  for (unsigned phr = ag ? phases : 0; phr-- > 0;) {
     unsigned steps = 0;
     for (const Stream& t : streams)
       if (phr < t.ndims) steps = std::max(steps, extent(c, t.dims[phr]) - 1);
@@ -355,7 +406,22 @@ std::vector<Instr> torus_all_reduce_code(const CollectivePlan& c, unsigned k) {
     for (size_t i = 0; i < fences.size(); ++i)
       add(fence(kIci, fences[i], phr == 0 && i + 1 == fences.size() ? kAllIn : 0));
   }
-  add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
+  if (c.kind == Collective::all_reduce) {
+    add(dma(Op::dma_st, l.out, c.out_beat, c.rows, kAllIn, 0));
+  } else if (ag) {
+    // The blocks in ring order, as the ring's all-gather stores them: block r's parts from
+    // where its chip owns them.
+    unsigned wait = kAllIn;
+    for (unsigned r = 0; r < c.p(); ++r) {
+      uint32_t at = 0;
+      for (const Stream& t : streams) {
+        const auto o = region(c, t, t.ndims, c.at_ring(r));
+        add(dma(Op::dma_st, l.out + o.first, c.out_beat + uint64_t{r} * c.rows + at, o.second, wait, 0));
+        wait = 0;
+        at += o.second;
+      }
+    }
+  }
   return code;
 }
 
@@ -464,6 +530,11 @@ uint32_t CollectivePlan::out_rows(unsigned k) const {
     case Collective::all_reduce:
       return rows;
     case Collective::reduce_scatter:
+      if (algorithm == Algorithm::torus && p() > 1) {
+        uint32_t n = 0;
+        for (const Stream& t : torus_streams(*this)) n += region(*this, t, t.ndims, k).second;
+        return n;
+      }
       return chunk_rows(ring_of(k));
     case Collective::all_gather:
       return p() * rows;
@@ -490,17 +561,24 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
     throw DriverError(
         fmt::format("{}: {}", what, per_chip ? fmt::format("needs a row per chip at least ({})", c.p()) : "no rows"));
   if (rows > 0x7fff) throw DriverError(fmt::format("{}: more than 32767 rows per chip", what));
-  if (algorithm == Algorithm::torus && kind != Collective::all_reduce)
-    throw DriverError(fmt::format("{}: the torus algorithm is an all-reduce's", what));
-  if (kind == Collective::all_reduce && c.p() > 1 && algorithm != Algorithm::ring) {
-    // The torus streams when every chunk of every phase gets a row and the buffers fit.
+  const bool torus_kind =
+      kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather;
+  if (algorithm == Algorithm::torus && !torus_kind)
+    throw DriverError(
+        fmt::format("{}: the torus algorithm is an all-reduce's, a reduce-scatter's or an all-gather's", what));
+  if (torus_kind && c.p() > 1 && algorithm != Algorithm::ring) {
+    // The torus streams when every chunk of every phase gets a row (an all-gather: when every
+    // stream gets a row of each block) and the buffers fit.
     CollectivePlan t = c;
     t.algorithm = Algorithm::torus;
     const auto ns = static_cast<unsigned>(torus_streams(t).size());
     const uint64_t need = collective_vmem_rows(t);
+    const uint64_t min_rows = kind == Collective::all_gather ? ns : uint64_t{ns} * c.p();
     std::string why;
-    if (rows < uint64_t{ns} * c.p())
-      why = fmt::format("needs {} rows at least ({} streams x {} chips)", ns * c.p(), ns, c.p());
+    if (rows < min_rows)
+      why = kind == Collective::all_gather
+                ? fmt::format("needs {} rows at least (a row per stream)", ns)
+                : fmt::format("needs {} rows at least ({} streams x {} chips)", ns * c.p(), ns, c.p());
     else if (need > pr.chip.vmem_rows)
       why = fmt::format("needs {} VMEM rows (input, receive buffers, output), preset '{}' has {}", need, pr.name,
                         pr.chip.vmem_rows);
@@ -523,7 +601,7 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
   // Program length: a few instructions per step (torus: per stream and step, pieces x (send,
   // addition, forward and a fence at most)).
   const uint64_t length = kind == Collective::broadcast     ? uint64_t{c.pieces} + 16
-                          : c.algorithm == Algorithm::torus ? uint64_t{4} * 4 * c.pieces * (w + h) + 32
+                          : c.algorithm == Algorithm::torus ? uint64_t{4} * 4 * c.pieces * (w + h) + 4 * c.p() + 32
                                                             : uint64_t{4} * c.pieces * c.p() + 16;
   if (length > pr.chip.imem_words)
     throw DriverError(fmt::format("{}: the program is longer than the {}-word instruction memory of preset '{}'", what,
@@ -532,8 +610,7 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
 }
 
 uint64_t collective_vmem_rows(const CollectivePlan& c) {
-  if (c.algorithm == Algorithm::torus && c.kind == Collective::all_reduce && c.p() > 1)
-    return torus_layout(c, torus_streams(c)).end;
+  if (c.algorithm == Algorithm::torus && c.p() > 1) return torus_layout(c, torus_streams(c)).end;
   return layout(c).end;
 }
 
@@ -542,8 +619,7 @@ namespace {
 // The collective's instructions for slice chip k, without halt. segment: as a segment of a
 // larger program (collective_segment).
 std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, unsigned k, bool segment) {
-  if (c.algorithm == Algorithm::torus && c.kind == Collective::all_reduce && c.p() > 1 && !segment)
-    return torus_all_reduce_code(c, k);
+  if (c.algorithm == Algorithm::torus && c.p() > 1 && !segment) return torus_code(c, k);
   const unsigned p = c.p(), r = c.ring_of(k);
   const unsigned nxt = c.at_ring((r + 1) % p), prv = c.at_ring((r + p - 1) % p);
   const unsigned nx = nxt % c.w, ny = nxt / c.w;
@@ -712,8 +788,7 @@ std::vector<Instr> collective_segment(const Preset& pr, const CollectivePlan& c,
   if (c.kind == Collective::broadcast || c.kind == Collective::all_to_all)
     throw DriverError(fmt::format("{}: not available as a segment yet", collective_name(c.kind)));
   if (c.algorithm == Algorithm::torus && c.p() > 1)
-    throw DriverError(
-        fmt::format("{}: the torus algorithm is not available as a segment yet", collective_name(c.kind)));
+    throw DriverError(fmt::format("{}: the torus algorithm is not available as a segment", collective_name(c.kind)));
   if (collective_vmem_rows(c) >= pr.chip.vmem_rows)
     throw DriverError(
         fmt::format("{} of {} rows: needs {} VMEM rows, and a segment leaves the last of preset '{}''s {} free",
@@ -763,9 +838,21 @@ std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,
     }
     return out;
   }
-  if (c.kind == Collective::all_reduce && c.algorithm == Algorithm::torus && p > 1) {
+  if (c.algorithm == Algorithm::torus && p > 1) {  // an all-reduce or a reduce-scatter
     const auto reduced = torus_reference(c, in);
-    for (unsigned r = 0; r < p; ++r) out[c.at_ring(r)] = reduced;
+    const auto streams = torus_streams(c);
+    for (unsigned r = 0; r < p; ++r) {
+      const unsigned k = c.at_ring(r);
+      if (c.kind == Collective::all_reduce) {
+        out[k] = reduced;
+        continue;
+      }
+      for (const Stream& t : streams) {  // the chip's own rows of each stream, in stream order
+        const auto o = region(c, t, t.ndims, k);
+        out[k].insert(out[k].end(), reduced.begin() + static_cast<std::ptrdiff_t>(uint64_t{o.first} * n),
+                      reduced.begin() + static_cast<std::ptrdiff_t>(uint64_t{o.first + o.second} * n));
+      }
+    }
     return out;
   }
   // Chunk ch summed in ring order starting after its owner: ((x[ch+1] + x[ch+2]) + ...) + x[ch].
@@ -798,8 +885,12 @@ CollectiveRun run_collective(Slice& slice, Collective kind, uint32_t rows, uint6
   const unsigned w = slice.shape().w, h = slice.shape().h;
   const CollectivePlan c = plan_collective(pr, kind, w, h, rows, algorithm);
   CollectiveRun run;
-  run.what = fmt::format("{} of {} rows x {} lanes on a {}x{} slice ({}), seed {}", collective_name(kind), rows,
-                         c.lanes, w, h, kind == Collective::all_reduce ? algorithm_name(c.algorithm) : "ring", seed);
+  run.what =
+      fmt::format("{} of {} rows x {} lanes on a {}x{} slice ({}), seed {}", collective_name(kind), rows, c.lanes, w, h,
+                  kind == Collective::all_to_all  ? "direct"
+                  : kind == Collective::broadcast ? "ring"
+                                                  : algorithm_name(c.algorithm),
+                  seed);
   run.bytes = uint64_t{rows} * c.lanes * 4 * (kind == Collective::all_gather ? c.p() : 1);
   run.algorithm = c.algorithm;
   std::mt19937_64 rng(seed);

@@ -57,7 +57,7 @@ double busbw_factor(Collective, unsigned p);
 // Inputs at HBM beat 0 of every chip, outputs at out_beat.
 struct CollectivePlan {
   Collective kind = Collective::all_reduce;
-  Algorithm algorithm = Algorithm::ring;  // torus: all-reduce only, and not as a segment
+  Algorithm algorithm = Algorithm::ring;  // torus: all-reduce, reduce-scatter, all-gather; not as a segment
   unsigned w = 1, h = 1, lanes = 0;
   uint32_t rows = 0;
   unsigned pieces = 4;  // each step's chunk moves in this many pieces (fewer for a smaller chunk)
@@ -84,16 +84,17 @@ struct CollectivePlan {
   // Chunk c of the rows (reduce-scatter, all-reduce): first row and count.
   uint32_t chunk_first(unsigned c) const;
   uint32_t chunk_rows(unsigned c) const;
-  // Rows each chip's output has: all-reduce and broadcast R, reduce-scatter its chunk, all-gather
-  // p * R, all-to-all p times its chunk.
+  // Rows each chip's output has: all-reduce and broadcast R, reduce-scatter its chunk (torus: its
+  // own chunk of each stream, in stream order), all-gather p * R, all-to-all p times its chunk.
   uint32_t out_rows(unsigned k) const;
 };
 
 // Throws DriverError for a plan that does not fit the chip (VMEM, the instruction memory) or has
 // no rows. The program loads the input, runs the collective and stores the output. An all-reduce
-// gets Algorithm::torus when the slice has more than one chip and rows >= streams x chips (every
-// chunk of every phase at least a row; streams: 4 on a 2D slice, 2 on a ring) and it fits, else
-// the ring; `algorithm` forces one (a torus plan that cannot run is an error).
+// or a reduce-scatter gets Algorithm::torus when the slice has more than one chip and rows >=
+// streams x chips (every chunk of every phase at least a row; streams: 4 on a 2D slice, 2 on a
+// ring) and it fits, an all-gather when rows >= streams, else the ring; `algorithm` forces one
+// (a torus plan that cannot run is an error; broadcast and all-to-all have none).
 CollectivePlan plan_collective(const Preset&, Collective, unsigned w, unsigned h, uint32_t rows,
                                std::optional<Algorithm> algorithm = std::nullopt);
 isa::Program collective_program(const Preset&, const CollectivePlan&, unsigned k);

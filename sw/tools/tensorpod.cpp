@@ -842,8 +842,9 @@ int cmd_pod(const PodOptions& o) {
                       o.comm->ranks()));
     if (o.obs.on()) throw UsageError("pod: --trace and --profile run in one process, not under mpirun");
   }
-  if (!o.algorithm.empty() && o.collective.rfind("all_reduce:", 0) != 0)
-    throw UsageError("pod: --algorithm goes with --collective all_reduce:ROWS");
+  if (!o.algorithm.empty() && o.collective.rfind("all_reduce:", 0) != 0 &&
+      o.collective.rfind("reduce_scatter:", 0) != 0 && o.collective.rfind("all_gather:", 0) != 0)
+    throw UsageError("pod: --algorithm goes with --collective all_reduce, reduce_scatter or all_gather");
   (void)parse_algorithm(o.algorithm);
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
     throw UsageError(fmt::format("--link-bit-error {}: a probability in [0, 0.5]", o.link_bit_error));
@@ -1313,8 +1314,8 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
                       "KIND:ROWS: an all_reduce, reduce_scatter, all_gather, broadcast or all_to_all of ROWS rows per "
                       "chip on random fp32 data (--seed), checked against the host reference (docs/collectives.md)");
   pod_cmd->add_option("--algorithm", pod.algorithm,
-                      "with --collective all_reduce: ring (one ring through every chip) or torus (the streams that "
-                      "use all four links); default: torus when the rows allow it");
+                      "with --collective all_reduce, reduce_scatter or all_gather: ring (one ring through every "
+                      "chip) or torus (the streams that use all four links); default: torus when the rows allow it");
   pod_cmd->add_option("--program", pod.program, "one SPMD program (.tpb) on every chip of the slice");
   pod_cmd->add_option("--program-at", pod.program_at, "X,Y=FILE: a program for the slice's chip (X, Y); repeatable");
   pod_cmd->add_option("--seed", pod.seed, "seed of operands and link errors")->capture_default_str()->check(kUnsigned);

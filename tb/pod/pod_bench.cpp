@@ -207,9 +207,12 @@ int main(int argc, char** argv) {
         throw DriverError(fmt::format(
             "--collective {}: all_reduce, reduce_scatter, all_gather, broadcast or all_to_all", collective));
       const PodSpec p = make_pod(preset, kx, ky);
-      // The largest size that fits (plan_collective refuses what does not); an all-reduce's with
-      // the torus algorithm where it runs at all (on one chip, any).
-      const bool torus = kind == Collective::all_reduce && kx * ky > 1;
+      // The largest size that fits (plan_collective refuses what does not); an all-reduce's, a
+      // reduce-scatter's and an all-gather's with the torus algorithm where it runs at all (on one
+      // chip, any).
+      const bool torus = (kind == Collective::all_reduce || kind == Collective::reduce_scatter ||
+                          kind == Collective::all_gather) &&
+                         kx * ky > 1;
       if (coll_rows == 0) {
         uint32_t lo = 0, hi = 0x7fff;
         while (lo < hi) {
@@ -240,21 +243,25 @@ int main(int argc, char** argv) {
                                                            : kind == Collective::reduce_scatter ? coll_rows / chips
                                                                                                 : coll_rows;
       const double hbm = in_rows + out_rows;  // a beat (one row) per cycle through the memory port
-      // Latency: the algorithm's steps. The torus all-reduce: a ring step per chip beyond the
-      // first along each side, reduce-scatter and all-gather; the ring: 2 (p - 1) steps for
-      // all-reduce, p - 1 for the others (all-to-all: one, its sends go straight through).
-      const double steps = kind == Collective::all_reduce && r.algorithm == Algorithm::torus
-                               ? 2.0 * ((kx - 1) + (ky - 1))
-                           : kind == Collective::all_reduce ? 2.0 * (chips - 1)
-                           : kind == Collective::all_to_all ? 1.0
-                                                            : chips - 1;
+      // Latency: the algorithm's steps. The torus: a ring step per chip beyond the first along
+      // each side, for the reduce-scatter and for the all-gather (an all-reduce both); the ring:
+      // 2 (p - 1) steps for all-reduce, p - 1 for the others (all-to-all: one, its sends go
+      // straight through).
+      const double torus_steps = (kx - 1) + (ky - 1);
+      const bool ran_torus =
+          r.algorithm == Algorithm::torus && kind != Collective::broadcast && kind != Collective::all_to_all;
+      const double steps = ran_torus && kind == Collective::all_reduce ? 2.0 * torus_steps
+                           : ran_torus                                 ? torus_steps
+                           : kind == Collective::all_reduce            ? 2.0 * (chips - 1)
+                           : kind == Collective::all_to_all            ? 1.0
+                                                                       : chips - 1;
       const double per_hop = 2.0 * p.link_latency + 3.0;  // router pipeline and link, each way (docs/ici.md)
       const double bound = moved * double(r.bytes) / (4.0 * link) + steps * per_hop + hbm;
       e = {{"test", "collective"},
            {"collective", collective_name(kind)},
-           {"algorithm", kind == Collective::all_reduce   ? algorithm_name(r.algorithm)
-                         : kind == Collective::all_to_all ? "direct"
-                                                          : "ring"},
+           {"algorithm", kind == Collective::all_to_all  ? "direct"
+                         : kind == Collective::broadcast ? "ring"
+                                                         : algorithm_name(r.algorithm)},
            {"pod", p.name},
            {"preset", preset},
            {"backend", backend},

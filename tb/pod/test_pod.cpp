@@ -140,7 +140,8 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
 
 // A collective on the RTL pod and the golden pod (docs/collectives.md): both bit-exact with the
 // host reference in the ring's order of additions, so they agree bit for bit.
-// want: the algorithm an all-reduce must run (plan_collective's choice unless forced).
+// want: the algorithm an all-reduce, a reduce-scatter or an all-gather must run (plan_collective's
+// choice unless forced).
 void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64_t seed, double bit_error = 0.0,
                 std::optional<Algorithm> force = std::nullopt, Algorithm want = Algorithm::torus) {
   const PodSpec p = pod(kx, ky);
@@ -151,7 +152,7 @@ void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64
   const auto g = run_collective(*gold, kind, rows, seed, 0, force);
   ASSERT_TRUE(g.status.ok()) << "golden pod: " << g.status.report;
   EXPECT_EQ(g.mismatches, 0u) << "golden pod";
-  if (kind == Collective::all_reduce) {
+  if (kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather) {
     EXPECT_EQ(g.algorithm, want) << g.what;
   }
   auto rtl = Slice::open(p, all, Backend::rtl, options(seed, bit_error));
@@ -222,6 +223,15 @@ TEST(Pod, AllReduce1x4Ring) { collective(1, 4, Collective::all_reduce, 50, seed_
 TEST(Pod, AllReduce3x3LinkBitErrors) { collective(3, 3, Collective::all_reduce, 40, seed_or(34), 1e-3); }
 TEST(Pod, ReduceScatter2x2) { collective(2, 2, Collective::reduce_scatter, 45, seed_or(35)); }
 TEST(Pod, AllGather1x4) { collective(1, 4, Collective::all_gather, 13, seed_or(36)); }
+// The ring reduce-scatter and all-gather (the segments' algorithm), forced; the torus's under link
+// bit errors.
+TEST(Pod, ReduceScatterRing2x2) {
+  collective(2, 2, Collective::reduce_scatter, 45, seed_or(48), 0.0, Algorithm::ring, Algorithm::ring);
+}
+TEST(Pod, AllGatherRing1x4) {
+  collective(1, 4, Collective::all_gather, 13, seed_or(49), 0.0, Algorithm::ring, Algorithm::ring);
+}
+TEST(Pod, ReduceScatter3x3LinkBitErrors) { collective(3, 3, Collective::reduce_scatter, 50, seed_or(50), 1e-3); }
 TEST(Pod, Broadcast2x2) { collective(2, 2, Collective::broadcast, 53, seed_or(37)); }
 TEST(Pod, AllReduce4x4) { collective(4, 4, Collective::all_reduce, 67, seed_or(40)); }
 TEST(Pod, AllGather4x4) { collective(4, 4, Collective::all_gather, 5, seed_or(45)); }
@@ -309,16 +319,21 @@ TEST(Collectives, GoldenPodsEveryShape) {
       const auto r = run_collective(*s, kind, rows, rng());
       EXPECT_TRUE(r.pass) << r.what << ": " << r.status.report << ", " << r.mismatches << " words differ (test seed "
                           << seed << ")";
-      if (kind != Collective::all_reduce || chips == 1) continue;
-      // Both all-reduce algorithms: the ring forced, and the torus on rows enough for its streams
-      // (4 on a 2D slice, 2 on a ring, a row per chip each at least), uneven sizes included.
+      const bool two =
+          kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather;
+      if (!two || chips == 1) continue;
+      // Both algorithms: the ring forced, and the torus on rows enough for its streams (4 on a 2D
+      // slice, 2 on a ring, a row per chip each at least; an all-gather: a row of each block),
+      // uneven sizes included.
       const uint32_t streams = kx > 1 && ky > 1 ? 4 : 2;
       const auto ring =
           run_collective(*Slice::open(p, {0, 0, kx, ky}, Backend::golden), kind, rows, rng(), 0, Algorithm::ring);
       EXPECT_TRUE(ring.pass && ring.algorithm == Algorithm::ring) << ring.what << " (test seed " << seed << ")";
-      const auto torus =
-          run_collective(*Slice::open(p, {0, 0, kx, ky}, Backend::golden), kind,
-                         static_cast<uint32_t>(streams * chips + rng() % 150), rng(), 0, Algorithm::torus);
+      const uint32_t torus_rows = kind == Collective::all_gather
+                                      ? static_cast<uint32_t>(streams + rng() % (1500 / chips - streams))
+                                      : static_cast<uint32_t>(streams * chips + rng() % 150);
+      const auto torus = run_collective(*Slice::open(p, {0, 0, kx, ky}, Backend::golden), kind, torus_rows, rng(), 0,
+                                        Algorithm::torus);
       EXPECT_TRUE(torus.pass && torus.algorithm == Algorithm::torus)
           << torus.what << ": " << torus.status.report << ", " << torus.mismatches << " words differ (test seed "
           << seed << ")";
@@ -337,8 +352,15 @@ TEST(Collectives, BadPlans) {
   EXPECT_EQ(plan_collective(t, Collective::all_reduce, 2, 2, 16).algorithm, Algorithm::torus);
   EXPECT_EQ(plan_collective(t, Collective::all_reduce, 1, 1, 16).algorithm, Algorithm::ring);  // one chip: a copy
   EXPECT_THROW(plan_collective(t, Collective::all_reduce, 2, 2, 15, Algorithm::torus), DriverError);
-  EXPECT_THROW(plan_collective(t, Collective::all_gather, 2, 2, 16, Algorithm::torus), DriverError);
+  EXPECT_EQ(plan_collective(t, Collective::reduce_scatter, 2, 2, 15).algorithm, Algorithm::ring);
+  EXPECT_EQ(plan_collective(t, Collective::reduce_scatter, 2, 2, 16).algorithm, Algorithm::torus);
+  EXPECT_EQ(plan_collective(t, Collective::all_gather, 2, 2, 3).algorithm, Algorithm::ring);  // a row per stream
+  EXPECT_EQ(plan_collective(t, Collective::all_gather, 2, 2, 4).algorithm, Algorithm::torus);
+  EXPECT_THROW(plan_collective(t, Collective::all_gather, 2, 2, 3, Algorithm::torus), DriverError);
+  EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 16, Algorithm::torus), DriverError);
+  EXPECT_THROW(plan_collective(t, Collective::all_to_all, 2, 2, 16, Algorithm::torus), DriverError);
   EXPECT_THROW(collective_segment(t, plan_collective(t, Collective::all_reduce, 2, 2, 16), 0), DriverError);
+  EXPECT_THROW(collective_segment(t, plan_collective(t, Collective::all_gather, 2, 2, 4), 0), DriverError);
   EXPECT_THROW(plan_collective(t, Collective::all_to_all, 2, 2, 3), DriverError);  // fewer rows than chips
   EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 0), DriverError);
   EXPECT_THROW(plan_collective(t, Collective::broadcast, 2, 2, 1100), DriverError);  // VMEM: input and output

@@ -62,6 +62,8 @@ def main():
             (["run", "--matmul", "8x8x8", "--trace", ""], "empty"),
             (["run", "p.tpb", "--trace", "nofolder/t.json"], "does not exist"),
             (["pod", "--pod", "2x2", "--collective", "all_reduce:8", "--trace", "dir"], "directory"),
+            (["pod", "--pod", "2x2", "--collective", "broadcast:8", "--algorithm", "torus"], "reduce_scatter or all_gather"),
+            (["pod", "--pod", "2x2", "--collective", "all_gather:3", "--algorithm", "torus"], "a row per stream"),
             (["train", "--trace", "nofolder/t.json"], "does not exist"),
             (["run", "--mlp", "64x32x16", "--slice", "1x2", "--trace", "dir"], "directory"),
             (["pod", "--demo", "--backend", "rtl", "--waves", "p.s"], "is a file, not a folder"),
