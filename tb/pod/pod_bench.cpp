@@ -210,9 +210,9 @@ int main(int argc, char** argv) {
       // The largest size that fits (plan_collective refuses what does not); an all-reduce's, a
       // reduce-scatter's and an all-gather's with the torus algorithm where it runs at all (on one
       // chip, any).
-      const bool torus = (kind == Collective::all_reduce || kind == Collective::reduce_scatter ||
-                          kind == Collective::all_gather) &&
-                         kx * ky > 1;
+      const bool torus =
+          (kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather) &&
+          kx * ky > 1;
       if (coll_rows == 0) {
         uint32_t lo = 0, hi = 0x7fff;
         while (lo < hi) {
