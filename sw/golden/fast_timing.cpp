@@ -23,7 +23,8 @@
 //    the last is acknowledged (the memory model's latency, or on HBM when it is queued);
 //  - behind the port the memory model's fixed latency, or the HBM model (HbmModel): the address
 //    map, open rows, tRP/tRCD/tRRD/tFAW, CL, the data buses, the queues, postponed refresh,
-//    and the writes drained in batches;
+//    and the writes drained in batches (bus time), or where each write needs an activate timed
+//    as the reads, holding their queue entries until their column command;
 //  - every unit starts a cycle after its instruction is ready (dispatched, its semaphore count
 //    arrived); the MXU and fences as the dataflow estimate, but mxu.mm's drain is 2n + 2; the
 //    vector unit S rows a cycle, or with operand a from the accumulators S + 1 cycles per group of
@@ -147,10 +148,11 @@ class HbmModel {
     const uint64_t arrive = std::max(t + kCtrlDelay, slot);
     accepted_ = std::max(accepted_, arrive - kCtrlDelay);
     refresh(c, arrive);
-    if (write) {
+    if (write && !writes_activate()) {
       // Posted, and drained by the controller in batches once write_hi are queued, down to
       // write_lo (docs/hbm.md): the data bus's time they take is a debt the idle gaps pay; a
-      // full batch takes the bus from the reads.
+      // full batch takes the bus from the reads. (Writes that need activates take their bank's
+      // timing below, as reads do: writes_activate().)
       c.write_debt += 2;
       if (c.write_debt >= 2ull * h_.write_hi) {
         const uint64_t drain = c.write_debt - 2ull * h_.write_lo;
@@ -183,6 +185,15 @@ class HbmModel {
     c.busy_until = std::max(c.busy_until, done);
     return done;
   }
+
+  // Whether a stream of writes needs an activate per burst: each burst in another bank (the
+  // bank-interleaved map) or every row closed after use (closed page). Then a store drains at the
+  // activate rate (tRRD, the four-activate window) and holds its queue entries until its column
+  // command, which is what paces the port (`tiny`'s 61-beat store: 173 cycles on the RTL, 66 in
+  // the debt model, 132 so); with open rows in one bank at a time (`small`) it drains at the data
+  // bus's rate, which the debt above models (timing them like reads there made `small` up to 7%
+  // slow). docs/scale.md has the calibration both ways.
+  bool writes_activate() const { return h_.bank_interleave || h_.closed_page; }
 
   // All-bank refresh (docs/hbm.md): one due every tREFI, postponed while requests wait, taken
   // when the pseudo-channel is idle (a request arrives after the last one's data), forced once
