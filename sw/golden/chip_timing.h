@@ -93,9 +93,10 @@ std::unique_ptr<ChipTiming> make_dataflow_timing(const tp::Preset&);
 std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset&);
 // The fast model's ICI figures, which the fast pod's network shares (pod_network.h): cycles from
 // a flit on one link to the same flit on the next (the link's latency and the router's
-// pipeline), flits per row, and rows per packet (a head flit leads each).
+// pipeline), flits per row, rows per packet (a head flit leads each), and cycles from a send's
+// start to its first flit on the link.
 struct FastIciFigures {
-  unsigned hop_delay = 0, body_flits = 0, packet_rows = 0;
+  unsigned hop_delay = 0, body_flits = 0, packet_rows = 0, send_lead = 0;
   // The flits of a send of `rows` rows.
   uint64_t flits(uint64_t rows) const { return rows * body_flits + (rows + packet_rows - 1) / packet_rows; }
 };

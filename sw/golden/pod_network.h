@@ -2,12 +2,13 @@
 // of the cycles their flits use, so that transfers sharing a link take turns.
 //
 // A transfer of F flits from src to dst follows the router's route (ici_model.h). Its sender's
-// timing model gave it a span [send_t, sent_t) (F cycles on an idle network) and an arrival
-// time for an idle network. On link i of the route, its F flits take the earliest free cycles at
-// or after (its start on link i-1) + hop_delay (a flit a cycle, in the gaps other transfers
-// left); its last flit leaves link i no sooner than hop_delay after it left link i-1; the
-// arrival moves later by as much as its last flit left the last link later than on an idle
-// network. Never earlier: on an idle network the arrival is the timing model's.
+// timing model gave it a span [send_t, sent_t) (send_lead + F cycles on an idle network) and an
+// arrival time for an idle network. On link i of the route, its F flits take the earliest free
+// cycles at or after (its start on link i-1) + hop_delay (on link 0: send_t + send_lead), a flit
+// a cycle, in the gaps other transfers left; its last flit leaves link i no sooner than
+// hop_delay after it left link i-1; the arrival moves later by as much as its last flit left the
+// last link later than on an idle network. Never earlier: on an idle network the arrival is the
+// timing model's.
 //
 // Transfers are booked in the order the pod hands them over (its rounds, then sender index, then
 // send order), not in time order; the calendars fill gaps, so a later-booked transfer that is
@@ -37,7 +38,7 @@ class PodNetwork {
     const std::vector<Coord> nodes = route(t_, s, src, dst);
     const std::vector<unsigned> ports = route_ports(t_, s, src, dst);
     const uint64_t f = f_.flits(rows);
-    uint64_t from = send_t, end = 0;
+    uint64_t from = send_t + f_.send_lead, end = 0;
     for (std::size_t i = 0; i < ports.size(); ++i) {
       const Coord n = nodes[i];
       const auto [first, last] = links_[4ull * (n.x + n.y * t_.kx) + ports[i]].book(from, f, 1);
@@ -46,7 +47,7 @@ class PodNetwork {
       end = i == 0 ? last : std::max(last, end + f_.hop_delay);
       from = first + f_.hop_delay;
     }
-    const uint64_t idle_end = send_t + (ports.size() - 1) * f_.hop_delay + f;  // the last link, idle network
+    const uint64_t idle_end = send_t + f_.send_lead + (ports.size() - 1) * f_.hop_delay + f;  // the last link, idle
     return arrive_t + (end > idle_end ? end - idle_end : 0);
   }
 

@@ -154,7 +154,9 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
       r.rv_in_i[q] = this->rev_in[q]->read().data;
     }
     for (unsigned j = 0; j < kLocals; ++j) {
-      r.inj_valid_i[j] = !out_[j].empty() && out_t_[j].front() + lag_ <= now_;
+      // A flit once offered stays offered until taken (valid/ready): the lag may grow meanwhile
+      // (another port's flit taken late), which must not withdraw it.
+      r.inj_valid_i[j] = !out_[j].empty() && (offered_[j] || out_t_[j].front() + lag_ <= now_);
       if (!out_[j].empty()) r.inj_flit_i[j] = out_[j].front();
       r.ej_ready_i[j] = 1;
     }
@@ -170,6 +172,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     r.clk_i = 1;
     r.eval();
     for (unsigned j = 0; j < kLocals; ++j) {
+      offered_[j] = r.inj_valid_i[j] && !injected[j];
       if (injected[j]) {
         out_[j].pop_front();
         if (fast_) lag_ = std::max(lag_, now_ - out_t_[j].front());  // taken later than the model sent it
@@ -276,6 +279,7 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
     finished_ = false;
     poke_ = true;
     now_ = lag_ = 0;
+    offered_.fill(false);
     result_ = {};
     // Rows that arrived before the start: load() clears the semaphores, the RTL chip's start
     // does not, so their writes and counts are applied now.
@@ -328,10 +332,12 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
         }
       }
     }
-    // Golden: at once; fast: spread over the model's span for the send.
+    // Golden: at once; fast: spread over the end of the model's span for the send, a flit a cycle
+    // (the span's lead before its first flit, FastIciFigures::send_lead, is the ICI unit's; a
+    // span shorter than the flits is spread over).
     const uint64_t flits = out.size() - before;
-    for (uint64_t k = 0; k < flits; ++k)
-      out_t_[port].push_back(fast_ ? m.send_t + (m.sent_t - m.send_t) * k / flits : 0);
+    const uint64_t first = m.sent_t - std::min<uint64_t>(m.sent_t - m.send_t, flits);
+    for (uint64_t k = 0; k < flits; ++k) out_t_[port].push_back(fast_ ? first + (m.sent_t - first) * k / flits : 0);
   }
   void fields(Flit& f, const golden::IciMessage& m, bool head, bool tail) const {
     set_bits(f, 0, 1, head);
@@ -411,7 +417,8 @@ class GoldenPodChip final : public PodNode<LinkT, RevT> {
   uint32_t prog_len_ = 0, imem_addr_ = 0;
   std::array<uint32_t, 3> imem_data_{};
   bool started_ = false, finished_ = false, poke_ = false;
-  uint64_t now_ = 0, lag_ = 0;  // pod cycles since the start; how far the fast model runs behind them
+  uint64_t now_ = 0, lag_ = 0;           // pod cycles since the start; how far the fast model runs behind them
+  std::array<bool, kLocals> offered_{};  // a local port's front flit is offered to the router
   golden::ChipModel::Result result_;
   uint64_t packets_in_ = 0, lane_errors_ = 0;  // packets received; those not on their sender's lane
 };

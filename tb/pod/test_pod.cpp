@@ -618,7 +618,7 @@ TEST(Pod, MatmulDataParallelMixed2x2) {
 }
 // One Verilated chip among fast chips (tensorpod pod --rtl-chip 0,0): the demo's bits, the fast
 // chips held back by the network (a lag), and the pod's cycles: between the all-fast pod's
-// (4771: its senders do not wait for the links, docs/scale.md) and the all-RTL pod's (6096),
+// (4801: its senders do not wait for the links, docs/scale.md) and the all-RTL pod's (6096),
 // pinned (deterministic) with the error it has today.
 TEST(Pod, MatmulDataParallelFastMixed2x2) {
   const PodSpec p = pod(2, 2);
