@@ -93,7 +93,8 @@ struct Stream {
 
 // The streams of a w x h slice: on a 2D slice four, (x then y) and (y then x), each both ways, so
 // that every phase keeps the four links of every chip busy; on a ring (one side 1) two, both
-// ways; none on one chip. Their rows: near-equal consecutive parts of the plan's.
+// ways; none on one chip. Their rows: near-equal consecutive parts of the plan's (an all-gather's:
+// part t of every block, below).
 std::vector<Stream> torus_streams(const CollectivePlan& c) {
   std::vector<Stream> s;
   if (c.w > 1 && c.h > 1) {
@@ -165,7 +166,8 @@ std::vector<std::pair<uint32_t, uint32_t>> torus_pieces(const CollectivePlan& c,
 unsigned dir_index(unsigned d, int dir) { return 2 * d + (dir > 0 ? 0 : 1); }
 
 // VMEM of the torus all-reduce: the input at 0, then per stream, phase and reduce-scatter step a
-// receive buffer of the phase's largest chunk, then the output.
+// receive buffer of the phase's largest chunk, then the output (a reduce-scatter's and an
+// all-gather's: below).
 struct TorusLayout {
   uint64_t in = 0, out = 0, end = 0;
   std::vector<std::array<uint64_t, 2>> recv;  // per stream and phase: the first step's buffer
@@ -215,8 +217,10 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
 //   RS[dir] reduce-scatter pieces that came in direction dir (the vector queue takes them),
 //   AG[dir] all-gather pieces (the ICI queue takes them: forwarding sends, fences),
 //   kAdded every addition (the ICI queue takes them in order: the sends of added pieces, fences
-//   for the counts in between), kOwnOut each stream's own chunk in the output (ICI queue),
-//   kLoaded, kLoadDone the input loaded (ICI, vector queue), kAllIn everything in (the store).
+//   for the counts in between), kOwnOut each stream's own chunk in the output (the ICI queue
+//   takes it; a reduce-scatter's: its store, after a vector fence; an all-gather's: one count of
+//   the load fence, for the first send), kLoaded, kLoadDone the input loaded (ICI, vector queue),
+//   kAllIn everything in (the store).
 constexpr std::array<unsigned, 4> kRsSem = {kRsArrived, 9, 10, 11}, kAgSem = {kAgArrived, 12, 13, 14};
 
 std::vector<Instr> torus_code(const CollectivePlan& c, unsigned k) {
@@ -479,6 +483,9 @@ std::vector<uint32_t> torus_reference(const CollectivePlan& c, const std::vector
 }  // namespace
 
 std::string_view algorithm_name(Algorithm a) { return a == Algorithm::torus ? "torus" : "ring"; }
+std::string_view algorithm_name(Collective c, Algorithm a) {
+  return c == Collective::all_to_all ? "direct" : has_torus(c) ? algorithm_name(a) : "ring";
+}
 
 std::string_view collective_name(Collective c) {
   switch (c) {
@@ -561,12 +568,10 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
     throw DriverError(
         fmt::format("{}: {}", what, per_chip ? fmt::format("needs a row per chip at least ({})", c.p()) : "no rows"));
   if (rows > 0x7fff) throw DriverError(fmt::format("{}: more than 32767 rows per chip", what));
-  const bool torus_kind =
-      kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather;
-  if (algorithm == Algorithm::torus && !torus_kind)
+  if (algorithm == Algorithm::torus && !has_torus(kind))
     throw DriverError(
         fmt::format("{}: the torus algorithm is an all-reduce's, a reduce-scatter's or an all-gather's", what));
-  if (torus_kind && c.p() > 1 && algorithm != Algorithm::ring) {
+  if (has_torus(kind) && c.p() > 1 && algorithm != Algorithm::ring) {
     // The torus streams when every chunk of every phase gets a row (an all-gather: when every
     // stream gets a row of each block) and the buffers fit.
     CollectivePlan t = c;
@@ -885,12 +890,8 @@ CollectiveRun run_collective(Slice& slice, Collective kind, uint32_t rows, uint6
   const unsigned w = slice.shape().w, h = slice.shape().h;
   const CollectivePlan c = plan_collective(pr, kind, w, h, rows, algorithm);
   CollectiveRun run;
-  run.what =
-      fmt::format("{} of {} rows x {} lanes on a {}x{} slice ({}), seed {}", collective_name(kind), rows, c.lanes, w, h,
-                  kind == Collective::all_to_all  ? "direct"
-                  : kind == Collective::broadcast ? "ring"
-                                                  : algorithm_name(c.algorithm),
-                  seed);
+  run.what = fmt::format("{} of {} rows x {} lanes on a {}x{} slice ({}), seed {}", collective_name(kind), rows,
+                         c.lanes, w, h, algorithm_name(kind, c.algorithm), seed);
   run.bytes = uint64_t{rows} * c.lanes * 4 * (kind == Collective::all_gather ? c.p() : 1);
   run.algorithm = c.algorithm;
   std::mt19937_64 rng(seed);

@@ -38,9 +38,16 @@
 namespace tp::driver {
 
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, all_to_all };
-// How an all-reduce runs: one ring through every chip (the snake), or the torus streams.
+// How an all-reduce, a reduce-scatter or an all-gather runs: one ring through every chip (the
+// snake), or the torus streams (has_torus).
 enum class Algorithm { ring, torus };
 std::string_view algorithm_name(Algorithm);
+inline bool has_torus(Collective c) {
+  return c == Collective::all_reduce || c == Collective::reduce_scatter || c == Collective::all_gather;
+}
+// What a collective ran as: algorithm_name for those with a torus, "ring" for broadcast, "direct"
+// for all-to-all.
+std::string_view algorithm_name(Collective, Algorithm);
 inline constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::reduce_scatter,
                                               Collective::all_gather, Collective::broadcast, Collective::all_to_all};
 // "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all".

@@ -29,8 +29,8 @@
 //    arrived); the MXU and fences as the dataflow estimate, but mxu.mm's drain is 2n + 2; the
 //    vector unit S rows a cycle, or with operand a from the accumulators S + 1 cycles per group of
 //    S (their one read port);
-//  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), and per hop the router's
-//    pipeline on top of the link latency.
+//  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), a lead of a few cycles
+//    before the first flit, and per hop the router's pipeline on top of the link latency.
 // The interpreter runs each queue's instructions atomically in an order of its own, not in time
 // order, so the shared resources (the port, the data buses) are calendars of busy intervals that
 // a later-placed stream fills around an earlier one. Left out: VMEM bank conflicts between the
@@ -186,14 +186,14 @@ class HbmModel {
     return done;
   }
 
-  // Whether a stream of writes needs an activate per burst: each burst in another bank (the
-  // bank-interleaved map) or every row closed after use (closed page). Then a store drains at the
-  // activate rate (tRRD, the four-activate window) and holds its queue entries until its column
-  // command, which is what paces the port (`tiny`'s 61-beat store: 173 cycles on the RTL, 66 in
-  // the debt model, 132 so); with open rows in one bank at a time (`small`) it drains at the data
-  // bus's rate, which the debt above models (timing them like reads there made `small` up to 7%
-  // slow). docs/scale.md has the calibration both ways.
-  bool writes_activate() const { return h_.bank_interleave || h_.closed_page; }
+  // Whether a stream of writes needs an activate per burst: on the bank-interleaved map each
+  // burst goes to another bank. Then a store drains at the activate rate (tRRD, the four-activate
+  // window) and holds its queue entries until its column commands, which is what paces the port
+  // (`tiny`'s 61-beat store: 173 cycles on the RTL, 66 in the debt model, 132 so); with open rows
+  // in one bank at a time (`small`) it drains at the data bus's rate, which the debt above models
+  // (timing them like reads there made `small` up to 7% slow). docs/scale.md has the calibration
+  // both ways. (Closed pages, which would need an activate per burst too, are not modelled.)
+  bool writes_activate() const { return h_.bank_interleave; }
 
   // All-bank refresh (docs/hbm.md): one due every tREFI, postponed while requests wait, taken
   // when the pseudo-channel is idle (a request arrives after the last one's data), forced once

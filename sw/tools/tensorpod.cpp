@@ -842,8 +842,7 @@ int cmd_pod(const PodOptions& o) {
                       o.comm->ranks()));
     if (o.obs.on()) throw UsageError("pod: --trace and --profile run in one process, not under mpirun");
   }
-  if (!o.algorithm.empty() && o.collective.rfind("all_reduce:", 0) != 0 &&
-      o.collective.rfind("reduce_scatter:", 0) != 0 && o.collective.rfind("all_gather:", 0) != 0)
+  if (!o.algorithm.empty() && (o.collective.empty() || !tp::driver::has_torus(parse_collective(o.collective).first)))
     throw UsageError("pod: --algorithm goes with --collective all_reduce, reduce_scatter or all_gather");
   (void)parse_algorithm(o.algorithm);
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)

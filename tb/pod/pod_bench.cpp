@@ -210,9 +210,7 @@ int main(int argc, char** argv) {
       // The largest size that fits (plan_collective refuses what does not); an all-reduce's, a
       // reduce-scatter's and an all-gather's with the torus algorithm where it runs at all (on one
       // chip, any).
-      const bool torus =
-          (kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather) &&
-          kx * ky > 1;
+      const bool torus = has_torus(kind) && kx * ky > 1;
       if (coll_rows == 0) {
         uint32_t lo = 0, hi = 0x7fff;
         while (lo < hi) {
@@ -248,8 +246,7 @@ int main(int argc, char** argv) {
       // 2 (p - 1) steps for all-reduce, p - 1 for the others (all-to-all: one, its sends go
       // straight through).
       const double torus_steps = (kx - 1) + (ky - 1);
-      const bool ran_torus =
-          r.algorithm == Algorithm::torus && kind != Collective::broadcast && kind != Collective::all_to_all;
+      const bool ran_torus = r.algorithm == Algorithm::torus && has_torus(kind);
       const double steps = ran_torus && kind == Collective::all_reduce ? 2.0 * torus_steps
                            : ran_torus                                 ? torus_steps
                            : kind == Collective::all_reduce            ? 2.0 * (chips - 1)
@@ -259,9 +256,7 @@ int main(int argc, char** argv) {
       const double bound = moved * double(r.bytes) / (4.0 * link) + steps * per_hop + hbm;
       e = {{"test", "collective"},
            {"collective", collective_name(kind)},
-           {"algorithm", kind == Collective::all_to_all  ? "direct"
-                         : kind == Collective::broadcast ? "ring"
-                                                         : algorithm_name(r.algorithm)},
+           {"algorithm", algorithm_name(kind, r.algorithm)},
            {"pod", p.name},
            {"preset", preset},
            {"backend", backend},

@@ -152,7 +152,7 @@ void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64
   const auto g = run_collective(*gold, kind, rows, seed, 0, force);
   ASSERT_TRUE(g.status.ok()) << "golden pod: " << g.status.report;
   EXPECT_EQ(g.mismatches, 0u) << "golden pod";
-  if (kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather) {
+  if (has_torus(kind)) {
     EXPECT_EQ(g.algorithm, want) << g.what;
   }
   auto rtl = Slice::open(p, all, Backend::rtl, options(seed, bit_error));
@@ -319,9 +319,7 @@ TEST(Collectives, GoldenPodsEveryShape) {
       const auto r = run_collective(*s, kind, rows, rng());
       EXPECT_TRUE(r.pass) << r.what << ": " << r.status.report << ", " << r.mismatches << " words differ (test seed "
                           << seed << ")";
-      const bool two =
-          kind == Collective::all_reduce || kind == Collective::reduce_scatter || kind == Collective::all_gather;
-      if (!two || chips == 1) continue;
+      if (!has_torus(kind) || chips == 1) continue;
       // Both algorithms: the ring forced, and the torus on rows enough for its streams (4 on a 2D
       // slice, 2 on a ring, a row per chip each at least; an all-gather: a row of each block),
       // uneven sizes included.
