@@ -711,10 +711,18 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   PodRunResult r;
   const bool rtl = be == Backend::rtl;
   const unsigned n = pod.preset.mxu.n;
+  // The slice's golden and fast chips (those outside it only carry traffic through their routers).
+  const auto in_slice = [&](const std::vector<std::pair<unsigned, unsigned>>& chips) {
+    return std::count_if(chips.begin(), chips.end(), [&](const auto& c) {
+      return c.first >= shape.x0 && c.first < shape.x0 + shape.w && c.second >= shape.y0 &&
+             c.second < shape.y0 + shape.h;
+    });
+  };
+  const auto n_golden = in_slice(so.golden_chips), n_fast = in_slice(so.fast_chips);
   fmt::print("{}{} slice {}x{} at ({},{}) of pod '{}' ({}x{} chips of preset '{}', n={}), seed {}\n",
              tp::driver::backend_label(be),
-             fmt::format("{}{}", so.golden_chips.empty() ? "" : fmt::format(" (+{} golden)", so.golden_chips.size()),
-                         so.fast_chips.empty() ? "" : fmt::format(" (+{} fast)", so.fast_chips.size())),
+             fmt::format("{}{}", n_golden == 0 ? "" : fmt::format(" (+{} golden)", n_golden),
+                         n_fast == 0 ? "" : fmt::format(" (+{} fast)", n_fast)),
              shape.w, shape.h, shape.x0, shape.y0, pod.name, pod.kx, pod.ky, pod.preset.name, n, o.seed);
   std::string what;
   if (o.demo || !o.matmul.empty()) {
