@@ -235,6 +235,7 @@ TEST(Pod, ReduceScatter3x3LinkBitErrors) { collective(3, 3, Collective::reduce_s
 TEST(Pod, Broadcast2x2) { collective(2, 2, Collective::broadcast, 53, seed_or(37)); }
 TEST(Pod, AllReduce4x4) { collective(4, 4, Collective::all_reduce, 67, seed_or(40)); }
 TEST(Pod, AllGather4x4) { collective(4, 4, Collective::all_gather, 5, seed_or(45)); }
+TEST(Pod, ReduceScatter4x4) { collective(4, 4, Collective::reduce_scatter, 70, seed_or(52)); }
 TEST(Pod, AllToAll3x3) { collective(3, 3, Collective::all_to_all, 40, seed_or(38)); }
 TEST(Pod, AllToAll1x4LinkBitErrors) { collective(1, 4, Collective::all_to_all, 30, seed_or(39), 1e-3); }
 
