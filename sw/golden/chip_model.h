@@ -217,7 +217,8 @@ class ChipModel {
   uint32_t pair_writes_ = 0;
   bool switch_pending_ = false;  // the next mxu.mm row switches to the new tile
   // A unit's queue: at most chip.queue entries, in a ring (no allocation per instruction). A
-  // popped entry stays readable until the next push (execute() reads it after popping).
+  // popped entry stays readable until the next dispatch (execute() reads it after popping; the
+  // front end may resolve the next instruction into its slot).
   class Ring {
    public:
     void reset(unsigned capacity) {

@@ -234,10 +234,11 @@ class HbmModel {
 class FastTiming final : public ChipTiming {
  public:
   static FastIciFigures ici_figures(const tp::Preset& p) {
-    return {p.ici.link_latency + fast_constants(p).hop_extra,
+    const Constants k = fast_constants(p);
+    return {p.ici.link_latency + k.hop_extra,
             static_cast<unsigned>((32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits)),
             isa::hw::ici::kPacketRows,  // tp_ici_unit's rows per packet
-            fast_constants(p).send_lead};
+            k.send_lead};
   }
 
   explicit FastTiming(const tp::Preset& p) : k_(fast_constants(p)) {
@@ -246,7 +247,6 @@ class FastTiming final : public ChipTiming {
     depth_ = p.chip.queue;
     sublanes_ = p.chip.sublanes;
     ici_ = ici_figures(p);
-    link_latency_ = p.ici.link_latency;
     reset();
   }
 
@@ -289,7 +289,7 @@ class FastTiming final : public ChipTiming {
         break;
       case Op::dma_ld: {
         const uint64_t beats = uint64_t{f.rows} * f.cols, per_beat = 1ull << f.packed;
-        uint64_t beats_done = 0;
+        uint64_t i = 0;
         // The descriptor FIFO holds four loads: the fifth waits for the first's completion.
         start = std::max({ready, ld_req_free_, ld_done_[seq % ld_done_.size()]});
         uint64_t t = start + k_.ld_req_delay, written = ld_last_done_;
@@ -303,9 +303,9 @@ class FastTiming final : public ChipTiming {
             written = std::max(written + k * per_beat, s + lat + per_beat - 1 + (k - 1) * per_beat);
             t = s + k;
           });
-          beats_done = beats;
+          i = beats;
         }
-        for (uint64_t i = beats_done; i < beats; ++i) {
+        for (; i < beats; ++i) {
           uint64_t req = request(t, true);
           const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
           uint64_t data = req + k_.mem_latency;
@@ -377,7 +377,7 @@ class FastTiming final : public ChipTiming {
   }
 
   uint64_t ici_arrival(const isa::Instr&, const TimeSpan& span, unsigned hops) const override {
-    return span.complete + uint64_t{hops} * (link_latency_ + k_.hop_extra);
+    return span.complete + uint64_t{hops} * ici_.hop_delay;
   }
 
   uint64_t front_time() const override { return front_t_; }
@@ -441,7 +441,6 @@ class FastTiming final : public ChipTiming {
   Constants k_;
   unsigned n_ = 0, depth_ = 0, sublanes_ = 0;
   FastIciFigures ici_;
-  uint64_t link_latency_ = 0;
 
   std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;
   std::array<std::deque<uint64_t>, isa::kQueues> pending_;  // dispatch times of queued instructions

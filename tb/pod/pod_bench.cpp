@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
       // 2 (p - 1) steps for all-reduce, p - 1 for the others (all-to-all: one, its sends go
       // straight through).
       const double torus_steps = (kx - 1) + (ky - 1);
-      const bool ran_torus = r.algorithm == Algorithm::torus && has_torus(kind);
+      const bool ran_torus = r.algorithm == Algorithm::torus;  // only ever a has_torus() kind
       const double steps = ran_torus && kind == Collective::all_reduce ? 2.0 * torus_steps
                            : ran_torus                                 ? torus_steps
                            : kind == Collective::all_reduce            ? 2.0 * (chips - 1)
