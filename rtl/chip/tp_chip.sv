@@ -187,12 +187,12 @@ module tp_chip
   logic [NQ-1:0] u_start, u_ready, u_idle, u_cmpl, u_moving;
   instr_t      u_instr [NQ];
   logic [31:0] u_pc [NQ];
-  logic [3:0]  u_sig [NQ];
+  logic [SemW-1:0] u_sig [NQ];
   logic [63:0] cnt_unit [NQ][4];
   logic        waiting, ici_err;
   logic [7:0]  ici_err_code;
   logic [31:0] wait_pc, ici_err_pc;
-  logic [3:0]  rsig;
+  logic [SemW-1:0] rsig;
   logic [63:0] cnt_cycles, cnt_instrs;
   logic        ld_err, st_err;
   logic [31:0] ld_err_pc, st_err_pc;

@@ -46,14 +46,14 @@ module tp_core
   input  logic [NQ-1:0] u_ready_i,  // the unit can take its head instruction now
   input  logic [NQ-1:0] u_idle_i,   // nothing in progress, nothing left to complete
   input  logic [NQ-1:0] u_cmpl_i,
-  input  logic [3:0]   u_cmpl_sig_i [NQ],
+  input  logic [SemW-1:0] u_cmpl_sig_i [NQ],
   input  logic [NQ-1:0] u_moving_i,
   input  logic         mem_err_i,  // a DMA got an error response
   input  logic [31:0]  mem_err_pc_i,
   input  logic         unit_err_i,  // a unit stopped with an error of its own (the ICI unit)
   input  logic [7:0]   unit_err_code_i,
   input  logic [31:0]  unit_err_pc_i,
-  input  logic [3:0]   rsig_i,     // a semaphore signalled from another chip (0: none)
+  input  logic [SemW-1:0] rsig_i,     // a semaphore signalled from another chip (0: none)
   input  logic         ici_busy_i, // ICI traffic in flight on this chip: a signal may still come
   input  logic         pod_i,      // in a slice of several chips: no local deadlock verdict
   output logic         waiting_o,  // pod_i: every queue waits and nothing moves
@@ -204,11 +204,11 @@ module tp_core
           else if (!vec_a_acc(raw) && e_a + r > 64'(VmemRows)) chk = ErrVmemRange;
           else if (op_uses_b(op) && e_b + (vec_b_bcast(raw) ? 64'd1 : r) > 64'(VmemRows))
             chk = ErrVmemRange;
-          else if (op_uses_mask(op) && w(vec_imm(raw)) + r > 64'(VmemRows)) chk = ErrVmemRange;
+          else if (op_uses_mask(op) && w(32'(vec_imm(raw))) + r > 64'(VmemRows)) chk = ErrVmemRange;
           else if (!vec_a_acc(raw) && bad_overlap(e_a, r, e_dst, r)) chk = ErrOverlap;
           else if (op_uses_b(op) && bad_overlap(e_b, vec_b_bcast(raw) ? 64'd1 : r, e_dst, r))
             chk = ErrOverlap;
-          else if (op_uses_mask(op) && bad_overlap(w(vec_imm(raw)), r, e_dst, r)) chk = ErrOverlap;
+          else if (op_uses_mask(op) && bad_overlap(w(32'(vec_imm(raw))), r, e_dst, r)) chk = ErrOverlap;
         end
       endcase
     end
@@ -309,15 +309,15 @@ module tp_core
   end
 
   // ---- semaphores ---------------------------------------------------------------------------
-  logic [15:0][15:0] sem_q, sem_d;
-  logic [3:0]  h_wait [NQ], h_sig [NQ];
+  logic [NumSems-1:0][15:0] sem_q, sem_d;
+  logic [SemW-1:0] h_wait [NQ], h_sig [NQ];
   logic [NQ-1:0] h_fence, wait_ok, go;
-  logic [16:0] sem_next [16];
+  logic [16:0] sem_next [NumSems];
   logic        sem_over;
   logic [31:0] over_pc;
   always_comb begin
-    logic [4:0] taken [16];
-    for (int s = 0; s < 16; s++) taken[s] = '0;
+    logic [4:0] taken [NumSems];
+    for (int s = 0; s < NumSems; s++) taken[s] = '0;
     for (int q = 0; q < NQ; q++) begin
       h_wait[q]  = f_wait(u_instr_o[q]);
       h_sig[q]   = f_signal(u_instr_o[q]);
@@ -333,17 +333,17 @@ module tp_core
     // A count past 65535. Which completion overflowed is not tracked: the error PC is all ones.
     sem_over = 1'b0;
     over_pc  = 32'hffffffff;
-    for (int s = 0; s < 16; s++) sem_next[s] = 17'(sem_q[s]) - 17'(taken[s]);
+    for (int s = 0; s < NumSems; s++) sem_next[s] = 17'(sem_q[s]) - 17'(taken[s]);
     for (int q = 0; q < NQ; q++) begin
       if (u_cmpl_i[q] && u_cmpl_sig_i[q] != 0) sem_next[u_cmpl_sig_i[q]] = sem_next[u_cmpl_sig_i[q]] + 1;
       if (go[q] && h_fence[q] && q != 32'(UnitMxu) && h_sig[q] != 0) sem_next[h_sig[q]] = sem_next[h_sig[q]] + 1;
     end
     if (rsig_i != 0) sem_next[rsig_i] = sem_next[rsig_i] + 1;
-    for (int s = 1; s < 16; s++) begin
+    for (int s = 1; s < NumSems; s++) begin
       if (sem_next[s] > 17'd65535) sem_over = 1'b1;
     end
     sem_next[0] = '0;
-    for (int s = 0; s < 16; s++) sem_d[s] = sem_next[s][15:0];
+    for (int s = 0; s < NumSems; s++) sem_d[s] = sem_next[s][15:0];
   end
   assign q_pop = go;
   for (genvar q = 0; q < NQ; q++) begin : gen_start

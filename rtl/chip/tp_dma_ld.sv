@@ -20,7 +20,7 @@ module tp_dma_ld
   output logic         ready_o,   // can take the next instruction
   output logic         idle_o,
   output logic         cmpl_o,    // the oldest instruction completed this cycle
-  output logic [3:0]   cmpl_sig_o,
+  output logic [SemW-1:0] cmpl_sig_o,
   output logic         moving_o,  // a beat was requested or written this cycle
   output logic         err_o,     // the memory answered with an error
   output logic [31:0]  err_pc_o,
@@ -41,7 +41,7 @@ module tp_dma_ld
 );
   localparam logic [63:0] RowBytes = 64'(W) / 64'd8;
   // An instruction's write side: where its rows go, how many, what to signal.
-  localparam int unsigned DW = 1 + 20 + 32 + 4 + 32;
+  localparam int unsigned DW = 1 + 20 + 32 + SemW + 32;
   localparam int unsigned NL = W / 32;
 
   // Request side: one instruction's beats, one per cycle as the memory takes them.
@@ -55,7 +55,7 @@ module tp_dma_ld
   logic [31:0]   d_total, d_pc, written_q;
   logic          d_packed, hi_q;  // hi_q: the beat's low half is written, its high half is next
   logic [W-1:0]  half;
-  logic [3:0]    d_sig;
+  logic [SemW-1:0] d_sig;
   logic [63:0]   bytes_q;
 
   assign d_in = {dma_packed(instr_i), 20'(dma_vaddr(instr_i)), 32'(dma_rows(instr_i)) * 32'(dma_cols(instr_i)), f_signal(instr_i), pc_i};

@@ -16,7 +16,7 @@ module tp_dma_st
   input  logic [31:0]  pc_i,
   output logic         idle_o,
   output logic         cmpl_o,
-  output logic [3:0]   cmpl_sig_o,
+  output logic [SemW-1:0] cmpl_sig_o,
   output logic         moving_o,
   output logic         err_o,
   output logic [31:0]  err_pc_o,
@@ -39,7 +39,7 @@ module tp_dma_st
   localparam int unsigned NL = W / 32;
   logic        busy_q;
   logic [31:0] total_q, acked_q;
-  logic [3:0]  sig_q;
+  logic [SemW-1:0] sig_q;
   logic [31:0] pc_q;
   logic [63:0] bytes_q;
   logic        s_valid, s_idle, s_req_done, req_fire;

@@ -21,7 +21,7 @@ module tp_ici_send
   input  logic [19:0]   vaddr_i,
   input  logic [19:0]   raddr_i,
   input  logic [15:0]   rows_i,
-  input  logic [3:0]    rsem_i,
+  input  logic [tp_isa_pkg::SemW-1:0] rsem_i,
   input  logic [CW-1:0] dx_i,
   input  logic [CW-1:0] dy_i,
   input  logic [CW-1:0] my_x_i,
@@ -52,7 +52,7 @@ module tp_ici_send
   logic [CW-1:0]   dx_q, dy_q;
   logic [19:0]     raddr_q;      // destination row of the next row to send
   logic [15:0]     left_q;       // rows not yet taken from the stream
-  logic [3:0]      rsem_q;
+  logic [tp_isa_pkg::SemW-1:0] rsem_q;
   logic            s_valid, s_ready, s_idle, s_req_done;
   logic [W-1:0]    s_data;
   logic [RW-1:0]   row_q;

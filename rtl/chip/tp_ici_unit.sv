@@ -45,7 +45,7 @@ module tp_ici_unit
   output logic          ready_o,  // the head (instr_i) may start: its engine is free
   output logic          idle_o,
   output logic          cmpl_o,
-  output logic [3:0]    cmpl_sig_o,
+  output logic [SemW-1:0] cmpl_sig_o,
   output logic          moving_o,
   output logic          err_o,
   output logic [7:0]    err_code_o,
@@ -71,7 +71,7 @@ module tp_ici_unit
   output logic [19:0]   wr_addr_o,
   output logic [W-1:0]  wr_data_o,
   input  logic          wr_gnt_i,
-  output logic [3:0]    rsig_o,  // a semaphore to signal this cycle (0: none)
+  output logic [SemW-1:0] rsig_o,  // a semaphore to signal this cycle (0: none)
   output logic          rx_end_o,  // trace probe: the last row of a transfer is written this cycle
   output logic [2*CW-1:0] rx_src_o,  // ... sent by the chip {y, x}
   // the router's local ports
@@ -98,7 +98,7 @@ module tp_ici_unit
   end
   // The head data layout (sw/isa/hw.json "head_data"): raddr, rsem, last from bit 0 up.
   if (tp_hw_pkg::IciHeadRaddrLsb != 0 || tp_hw_pkg::IciHeadRaddrW != 20 || tp_hw_pkg::IciHeadRsemLsb != 20 ||
-      tp_hw_pkg::IciHeadRsemW != 4 || tp_hw_pkg::IciHeadLastLsb != 24) begin : gen_bad_head
+      tp_hw_pkg::IciHeadRsemW != SemW || tp_hw_pkg::IciHeadLastLsb != 20 + SemW) begin : gen_bad_head
     $error("tp_ici_unit: the head data layout of hw.json is not the one this unit packs");
   end
 
@@ -238,7 +238,7 @@ module tp_ici_unit
   // Completions: one a cycle to the core, round robin; an engine whose completion waits holds it
   // (pend_q, with its signal) and takes no new transfer until it is reported.
   logic [Engines-1:0] pend_q, pend_d, cand;
-  logic [3:0]         sig_q [Engines];
+  logic [SemW-1:0]    sig_q [Engines];
   logic               rep_any;
   logic [EW-1:0]      rep_who;
   assign cand = e_cmpl | pend_q;
@@ -304,7 +304,7 @@ module tp_ici_unit
 
   // Complete rows wait per port for the VMEM write port: {end, src, sig, addr, row} (end: the
   // transfer's last row; end and src only feed the trace probe).
-  localparam int unsigned WQW = 1 + 2 * CW + 4 + 20 + W;
+  localparam int unsigned WQW = 1 + 2 * CW + SemW + 20 + W;
   logic [Engines-1:0] wq_valid, wq_pop, rx_act;
   logic [WQW-1:0]     wq_out [Engines];
 
@@ -315,7 +315,7 @@ module tp_ici_unit
     logic [RW-1:0]       rrow_q  [V];
     logic [NFW-1:0]      rfi_q   [V];
     logic [19:0]         raddr_r [V];
-    logic [3:0]          rsem_r  [V];
+    logic [SemW-1:0]     rsem_r  [V];
     logic                rlast_r [V];
     logic                inpkt_q [V];
     logic [2*CW-1:0]     rsrc_r  [V];
@@ -331,7 +331,7 @@ module tp_ici_unit
     always_comb begin
       full = rrow_q[ej.vc];
       full[32'(rfi_q[ej.vc]) * FlitW +: FlitW] = ej.data;
-      wq_in = {ej.tail && rlast_r[ej.vc], rsrc_r[ej.vc], (ej.tail && rlast_r[ej.vc]) ? rsem_r[ej.vc] : 4'd0,
+      wq_in = {ej.tail && rlast_r[ej.vc], rsrc_r[ej.vc], (ej.tail && rlast_r[ej.vc]) ? rsem_r[ej.vc] : SemW'(0),
                raddr_r[ej.vc], full[W-1:0]};
     end
 
@@ -348,7 +348,7 @@ module tp_ici_unit
       end else if (ej_fire) begin
         if (ej.head) begin
           raddr_r[ej.vc] <= ej.data[tp_hw_pkg::IciHeadRaddrLsb +: 20];
-          rsem_r[ej.vc]  <= ej.data[tp_hw_pkg::IciHeadRsemLsb +: 4];
+          rsem_r[ej.vc]  <= ej.data[tp_hw_pkg::IciHeadRsemLsb +: SemW];
           rlast_r[ej.vc] <= ej.data[tp_hw_pkg::IciHeadLastLsb];
           rfi_q[ej.vc]   <= '0;
           inpkt_q[ej.vc] <= !ej.tail;
@@ -424,9 +424,9 @@ module tp_ici_unit
   assign wr_req_o  = wr_any || lock_q;
   assign wr_addr_o = wq_out[wr_who][W +: 20];
   assign wr_data_o = wq_out[wr_who][W-1:0];
-  assign rsig_o    = (wr_req_o && wr_gnt_i) ? wq_out[wr_who][W+20 +: 4] : 4'd0;
+  assign rsig_o    = (wr_req_o && wr_gnt_i) ? wq_out[wr_who][W+20 +: SemW] : '0;
   assign rx_end_o  = wr_req_o && wr_gnt_i && wq_out[wr_who][WQW-1];
-  assign rx_src_o  = wq_out[wr_who][W+24 +: 2*CW];
+  assign rx_src_o  = wq_out[wr_who][W+20+SemW +: 2*CW];
   assign rx_busy_o = (wq_valid != '0) || (rx_act != '0);
   assign cnt_bytes_recv_o = recv_q;
 

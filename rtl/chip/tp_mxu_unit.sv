@@ -17,7 +17,7 @@ module tp_mxu_unit
   output logic               ready_o,  // can take instr_i now
   output logic               idle_o,   // nothing in progress, no completion pending
   output logic               cmpl_o,
-  output logic [3:0]         cmpl_sig_o,
+  output logic [SemW-1:0]    cmpl_sig_o,
   output logic               moving_o,
   // VMEM reads: weights and activations
   output logic               w_req_o,
@@ -44,7 +44,7 @@ module tp_mxu_unit
   input  logic [63:0]        mxu_acc_writes_i
 );
   // Completion FIFO entry: {is_mm, target, signal}.
-  localparam int unsigned CW = 1 + 64 + 4;
+  localparam int unsigned CW = 1 + 64 + SemW;
 
   logic          is_lw, is_mm, is_fence;
   logic          w_idle, a_idle, w_busy_q, a_busy, w_req_done;
@@ -67,7 +67,7 @@ module tp_mxu_unit
   logic [CW-1:0] c_in, c_out;
   logic          c_is_mm;
   logic [63:0]   c_target;
-  logic [3:0]    c_sig;
+  logic [SemW-1:0] c_sig;
   logic          w_fire, a_fire;
 
   assign is_lw = (f_opcode(instr_i) == OpMxuLw);

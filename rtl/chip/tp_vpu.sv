@@ -22,7 +22,7 @@ module tp_vpu
   input  instr_t          instr_i,
   output logic            idle_o,
   output logic            cmpl_o,
-  output logic [3:0]      cmpl_sig_o,
+  output logic [SemW-1:0] cmpl_sig_o,
   output logic            moving_o,
   // VMEM reads: a, b, mask of sublane s are clients 3s, 3s+1, 3s+2
   output logic [3*S-1:0]  rd_req_o,
@@ -51,7 +51,7 @@ module tp_vpu
   logic [5:0]  op_q;
   logic [31:0] imm_q, rows_q, written_q, group_q;
   logic [19:0] dst_q;
-  logic [3:0]  sig_q;
+  logic [SemW-1:0] sig_q;
   logic [63:0] rows_cnt_q;
 
   // Rows of an instruction that belong to sublane s.
@@ -296,7 +296,7 @@ module tp_vpu
         use_m_q    <= op_uses_mask(f_opcode(instr_i));
         op_q       <= f_opcode(instr_i);
         xop_q      <= op_latency(f_opcode(instr_i)) != 3'd1;
-        imm_q      <= vec_imm(instr_i);
+        imm_q      <= f_opcode(instr_i) == OpVscale ? vsc_imm(instr_i) : 32'(vec_imm(instr_i));
         rows_q     <= 32'(vec_rows(instr_i));
         written_q  <= '0;
         group_q    <= '0;

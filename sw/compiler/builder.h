@@ -24,7 +24,7 @@ using isa::Op;
 constexpr uint32_t kWeightSlots = 4;  // R
 constexpr std::string_view kCommentLead = "#";
 
-// Semaphore numbers (1..15; 0 means none).
+// Semaphore numbers (1..isa::kNumSems - 1; 0 means none).
 constexpr unsigned kAFull = 1, kAFree = 2, kWFull = 3, kWFree = 4, kAccFull = 5, kAccFree = 6, kOutFull = 7,
                    kOutFree = 8, kBias = 9, kLayer = 10;
 

@@ -659,7 +659,7 @@ void ChipModel::deliver(uint32_t raddr, std::span<const uint32_t> words, unsigne
     throw std::invalid_argument(
         fmt::format("ChipModel::deliver: {} words is not a whole number of {}-lane rows", words.size(), n_));
   if (rsem >= sems_.size())
-    throw std::invalid_argument(fmt::format("ChipModel::deliver: semaphore {} is not 0..15", rsem));
+    throw std::invalid_argument(fmt::format("ChipModel::deliver: semaphore {} is not 0..{}", rsem, sems_.size() - 1));
   const uint64_t rows = words.size() / n_;
   if (raddr + rows > preset_.chip.vmem_rows)
     throw std::out_of_range(fmt::format("ChipModel::deliver: rows {} .. {} run past the {} VMEM rows", raddr,

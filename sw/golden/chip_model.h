@@ -109,7 +109,7 @@ class ChipModel {
   // into VMEM rows raddr.., then gives one count to semaphore rsem (0: none) stamped arrive_t for
   // the timing estimate. A count past 65535 stops a running chip with sem_overflow at pc
   // 0xffffffff; a chip that has finished keeps its result. Throws std::invalid_argument (not
-  // whole rows, rsem > 15) or std::out_of_range (rows past VMEM).
+  // whole rows, rsem >= isa::kNumSems) or std::out_of_range (rows past VMEM).
   void deliver(uint32_t raddr, std::span<const uint32_t> words, unsigned rsem, uint64_t arrive_t = 0);
 
   // Replaces the timing estimate (the default: make_dataflow_timing(preset)), reset to time 0;
@@ -246,7 +246,7 @@ class ChipModel {
     std::size_t head_ = 0, size_ = 0;
   };
   std::array<Ring, isa::kQueues> queues_;
-  std::array<uint32_t, 16> sems_{};
+  std::array<uint32_t, isa::kNumSems> sems_{};
   uint64_t steps_ = 0;
   Stats stats_;
 
@@ -258,8 +258,8 @@ class ChipModel {
   // Timing estimate.
   TimingHolder timing_;
   bool timing_only_ = false;
-  std::array<std::deque<uint64_t>, 16> tokens_;  // per semaphore: when each count arrived
-  std::array<uint64_t, isa::kQueues> seq_{};     // instructions dispatched per queue
+  std::array<std::deque<uint64_t>, isa::kNumSems> tokens_;  // per semaphore: when each count arrived
+  std::array<uint64_t, isa::kQueues> seq_{};                // instructions dispatched per queue
 };
 
 }  // namespace tp::golden

@@ -308,9 +308,10 @@ class Assembler {
                            signed_min(width), signed_max(width)),
                span_text(line, op.b, op.e));
       } else if (!fits(v, width)) {
-        const bool sem = name == "wait" || name == "signal";
+        const bool sem = name == "wait" || name == "signal" || name == "rsem";
         fail(line, op.b->col,
-             fmt::format("value {} does not fit {} ({} bits{})", v, name, width, sem ? ": semaphores are 0..15" : ""),
+             fmt::format("value {} does not fit {} ({} bits{})", v, name, width,
+                         sem ? fmt::format(": semaphores are 0..{}", kNumSems - 1) : ""),
              span_text(line, op.b, op.e));
       }
       if (name == "wait") {

@@ -293,7 +293,8 @@ class RtlSlice final : public tp::driver::Slice {
         o.wait_pc = h.csr_read(tp::isa::hw::kCsrWaitPc);
         const auto& code = programs_[i]->code;
         if (o.wait_pc < code.size())
-          o.wait_sem = static_cast<unsigned>((code[o.wait_pc][1] >> (tp::isa::kWaitLsb - 64)) & 0xf);
+          o.wait_sem =
+              static_cast<unsigned>((code[o.wait_pc][1] >> (tp::isa::kWaitLsb - 64)) & (tp::isa::kNumSems - 1));
       }
       st.chips.push_back(o);
     }

@@ -119,6 +119,13 @@ struct Gen {
       fence(3, 0, kFreeT);
     }
     emit(Op::halt);
+    // The semaphores get random numbers out of all of them (the names above are only labels), from
+    // a copy of the generator, so that the program's work is what the seed gave before.
+    std::vector<unsigned> label(tp::isa::kNumSems);
+    for (unsigned s = 0; s < label.size(); ++s) label[s] = s;
+    auto shuffle_rng = rng;
+    std::shuffle(label.begin() + 1, label.end(), shuffle_rng);
+    for (auto& ins : code) ins.wait = label[ins.wait], ins.signal = label[ins.signal];
     tp::isa::Program prog{p.name, tp::isa::fingerprint(p), {}};
     for (const auto& ins : code) prog.code.push_back(tp::isa::encode(ins));
     return prog;

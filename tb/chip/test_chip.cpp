@@ -222,25 +222,26 @@ TEST(Chip, BlocksReachTheEdgesOfVmemAndHbm) {
   EXPECT_TRUE(src == copy) << "VMEM's copy of the top of HBM, stored at beat " << n;
 }
 
-// Every semaphore counts to its limit: a loop signals semaphores 1 to 15 (fences spread over the
+// Every semaphore counts to its limit: a loop signals semaphores 1 to 31 (fences spread over the
 // four queues) 65,535 times each, nobody takes them, and one signal more overflows the last:
 // sem_overflow on both backends, so both counted to exactly 65,535 (one signal fewer would end
-// the program without an error). One preset runs it (about 10^6 cycles): the semaphores are the
-// same at every preset.
+// the program without an error). One preset runs it (about 2 x 10^6 cycles): the semaphores are
+// the same at every preset.
 TEST(Chip, SemaphoresCountToTheirLimit) {
   if (std::string(TP_PRESET) != "tiny") GTEST_SKIP() << "run at tiny only: the semaphores are the same at every preset";
   std::string body;
   static constexpr const char* kQueueName[] = {"load", "mxu", "vec", "store"};
-  for (unsigned s = 1; s < 16; ++s) body += fmt::format("  fence {} signal={}\n", kQueueName[s % 4], s);
-  const std::string text = "li r1, 65535\ntop:\n" + body + "loop r1, top\nfence load signal=15\nhalt\n";
+  const unsigned last = tp::isa::kNumSems - 1;
+  for (unsigned s = 1; s <= last; ++s) body += fmt::format("  fence {} signal={}\n", kQueueName[s % 4], s);
+  const std::string text = fmt::format("li r1, 65535\ntop:\n{}loop r1, top\nfence load signal={}\nhalt\n", body, last);
   Both both(stimulus(tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET)));
   both.run(assemble(text), 4'000'000);
   both.expect_same(0, "65,535 signals to each semaphore, then one more");
   EXPECT_EQ(tp::isa::err_name(static_cast<Err>(both.rtl_run.err)), "sem_overflow");
   // The error is the last signal's, not an earlier one's (every overflow reports the same PC): the
-  // front end dispatches at most one queued instruction a cycle, so 15 x 65,535 fences take at
+  // front end dispatches at most one queued instruction a cycle, so 31 x 65,535 fences take at
   // least as many cycles; a semaphore that overflowed earlier would stop the chip sooner.
-  EXPECT_GE(both.rtl_run.cycles, 15u * 65535u) << "the chip stopped before the last signal";
+  EXPECT_GE(both.rtl_run.cycles, uint64_t{last} * 65535u) << "the chip stopped before the last signal";
 }
 
 // vexp and vrcp through the vector unit's pipeline: rows that are not a multiple of the sublanes,

@@ -366,9 +366,9 @@ TEST_F(ChipModelTest, EveryVectorOpMatchesVpuRow) {
     if (d.unit != tp::isa::Unit::vec) continue;
     for (int variant = 0; variant < 3; ++variant) {
       SCOPED_TRACE(std::string(d.name) + " variant " + std::to_string(variant));
-      const bool bcast = variant == 1, from_acc = variant == 2;
-      VecArgs v{.dst = 24, .b = 8, .rows = rows, .a_acc = from_acc, .b_bcast = bcast};
-      v.imm = d.op == Op::vsel ? 16 : imm;
+      const bool bcast = variant == 1, from_acc = variant == 2, vsc = d.op == Op::vscale;  // vscale has no b
+      VecArgs v{.dst = 24, .b = vsc ? 0u : 8u, .rows = rows, .a_acc = from_acc, .b_bcast = bcast && !vsc};
+      v.imm = d.op == Op::vsel ? 16 : vsc ? imm : 0;
       v.wait = 1;
       expect_ok(run({dma(Op::dma_ld, 0, 0, 1, 24, 0, 0, 1), vec(d.op, v), halt()}));
       for (unsigned i = 0; i < rows; ++i) {

@@ -292,7 +292,7 @@ TEST(IciChip, DeliverChecksAndSemaphoreOverflow) {
   ChipModel chip(tiny());
   const unsigned n = chip.lanes(), rows = tiny().chip.vmem_rows;
   EXPECT_THROW(chip.deliver(0, std::vector<uint32_t>(n + 1), 0), std::invalid_argument);
-  EXPECT_THROW(chip.deliver(0, std::vector<uint32_t>(n), 16), std::invalid_argument);
+  EXPECT_THROW(chip.deliver(0, std::vector<uint32_t>(n), tp::isa::kNumSems), std::invalid_argument);
   EXPECT_THROW(chip.deliver(rows - 1, std::vector<uint32_t>(2 * n), 0), std::out_of_range);
   EXPECT_NO_THROW(chip.deliver(rows - 2, std::vector<uint32_t>(2 * n), 0));
   chip.set_pod_mode(true);

@@ -132,6 +132,25 @@ TEST(IsaTable, FieldsDoNotOverlapAndStayBelowTheCommonFields) {
   EXPECT_EQ(kOpcodeLsb + kOpcodeWidth, kInstrBits);
 }
 
+// vscale's format (vsc) keeps dst, a, rows and a_acc at the vector format's bits: the vector
+// unit reads them alike for every vector instruction (rtl/chip/tp_vpu.sv). And the semaphore
+// fields are as wide as ici.send's rsem, for kNumSems semaphores.
+TEST(IsaTable, VscaleSharesTheVectorFieldsAndSemaphoresAreOneWidth) {
+  const InstrDesc &vec = desc(Op::vadd), &vsc = desc(Op::vscale);
+  for (std::string_view name : {"dst", "dst_r", "a", "a_r", "rows", "rows_r", "a_acc"}) {
+    ASSERT_NE(find_field(vsc, name), nullptr) << name;
+    EXPECT_EQ(find_field(vsc, name)->lsb, find_field(vec, name)->lsb) << name;
+    EXPECT_EQ(find_field(vsc, name)->width, find_field(vec, name)->width) << name;
+  }
+  EXPECT_EQ(find_field(vsc, "imm")->width, 32u);
+  EXPECT_EQ(find_field(vec, "imm")->width, 15u);
+  EXPECT_EQ(find_field(vsc, "b"), nullptr);
+  EXPECT_EQ(kWaitWidth, kSignalWidth);
+  EXPECT_EQ(find_field(desc(Op::ici_send), "rsem")->width, kWaitWidth);
+  EXPECT_EQ(kNumSems, 1u << kWaitWidth);
+  EXPECT_EQ(kNumSems, 32u);
+}
+
 TEST(IsaTable, LookUps) {
   ASSERT_NE(find_mnemonic("dma.ld"), nullptr);
   EXPECT_EQ(find_mnemonic("dma.ld")->op, Op::dma_ld);
@@ -201,9 +220,14 @@ TEST(IsaEncode, ValuesThatDoNotFitAreErrors) {
               encode(make(Op::mxu_mm, {{FieldId::accumulate, 2}}));
             }),
             "mxu.mm: field accumulate = 2 (0x2) does not fit its 1 bits");
-  EXPECT_EQ(error_of([] { encode(make(Op::halt, {}, 16)); }), "halt: field wait = 16 (0x10) does not fit its 4 bits");
+  EXPECT_EQ(error_of([] { encode(make(Op::halt, {}, 32)); }), "halt: field wait = 32 (0x20) does not fit its 5 bits");
   EXPECT_EQ(error_of([] { encode(make(Op::halt, {}, 0, 99)); }),
-            "halt: field signal = 99 (0x63) does not fit its 4 bits");
+            "halt: field signal = 99 (0x63) does not fit its 5 bits");
+  // vsel's mask row is a VMEM row (15 bits); only vscale's imm is a 32-bit fp32 scalar.
+  EXPECT_EQ(error_of([] {
+              encode(make(Op::vsel, {{FieldId::rows, 1}, {FieldId::imm, 1 << 15}}));
+            }),
+            "vsel: field imm = 32768 (0x8000) does not fit its 15 bits");
   EXPECT_EQ(error_of([] {
               encode(make(Op::mxu_lw, {{FieldId::rows, 3}}));
             }),
@@ -238,7 +262,14 @@ TEST(IsaEncode, ValuesThatDoNotFitAreErrors) {
                                {FieldId::rows_r, 31},
                                {FieldId::cols, 0xfff},
                                {FieldId::hstride, 0xffffff}},
-                              15, 15)));
+                              31, 31)));
+  EXPECT_NO_THROW(encode(make(Op::vscale,
+                              {{FieldId::dst_r, 31},
+                               {FieldId::a_r, 31},
+                               {FieldId::rows_r, 31},
+                               {FieldId::a_acc, 1},
+                               {FieldId::imm, 0xffffffff}},
+                              31, 31)));
   EXPECT_NO_THROW(encode(make(Op::li, {{FieldId::rd, 31}, {FieldId::simm, uint64_t{0} - 0x80000000}})));
   EXPECT_NO_THROW(encode(make(Op::loop, {{FieldId::rd, 31}, {FieldId::target, 0xfffff}})));
 }
@@ -325,7 +356,7 @@ w: mxu.lw W wait=1
   vmul 100, 101, 1, b=102
   vmax dst=1, a=2, rows=3, b=4
   vmin 1, 2, 3, b=X-2
-  vrelu 1, 2, 3 wait=15 signal=15
+  vrelu 1, 2, 3 wait=31 signal=31
   vcmplt 1, 2, 3, b=4
   vcmple 1, 2, 3, b=4
   vcmpeq 1, 2, 3, b=4
@@ -393,7 +424,7 @@ TEST(IsaAsm, EveryMnemonic) {
       make(Op::vmul, {{F::dst, 100}, {F::a, 101}, {F::rows, 1}, {F::b, 102}}),
       make(Op::vmax, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::b, 4}}),
       make(Op::vmin, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::b, 70}}),
-      make(Op::vrelu, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}}, 15, 15),
+      make(Op::vrelu, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}}, 31, 31),
       make(Op::vcmplt, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::b, 4}}),
       make(Op::vcmple, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::b, 4}}),
       make(Op::vcmpeq, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::b, 4}}),
@@ -538,9 +569,9 @@ TEST(IsaIci, SignedRangeIsCheckedByEncode) {
             }),
             "ici.send: field dx = 63 does not fit its 6 bits (signed: -32 .. 31)");
   EXPECT_EQ(error_of([] {
-              encode(make(Op::ici_send, {{F::rsem, 16}}));
+              encode(make(Op::ici_send, {{F::rsem, 32}}));
             }),
-            "ici.send: field rsem = 16 (0x10) does not fit its 4 bits");
+            "ici.send: field rsem = 32 (0x20) does not fit its 5 bits");
   EXPECT_EQ(error_of([] {
               encode(make(Op::fence, {{F::unit, 8}}));
             }),
@@ -554,7 +585,7 @@ TEST(IsaIci, AssembleDisassembleRoundTrip) {
 fence ici wait=1
 ici.send 0, 64, ROWS, RIGHT, 0, rsem=3 signal=2
 ici.send vaddr=0, raddr=64, rows=8, dx=-1, dy=0, rsem=3 signal=2
-ici.send 8, 72, 1, -32, 31, abs=1, rsem=15
+ici.send 8, 72, 1, -32, 31, abs=1, rsem=31
 ici.send 8, 72, 1, dy=-RIGHT, dx=RIGHT-2
 ici.send 0, 0, 1, -0, 0
 fence unit=4 signal=1
@@ -583,7 +614,7 @@ halt
   EXPECT_EQ(unit_of(got[6]), Unit::ici);
   const std::string text = disassemble(p);
   EXPECT_NE(text.find("ici.send 0, 64, 8, -1, 0, rsem=3 signal=2\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("ici.send 8, 72, 1, -32, 31, rsem=15, abs=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ici.send 8, 72, 1, -32, 31, rsem=31, abs=1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("fence ici wait=1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("fence ici signal=1\n"), std::string::npos) << text;
   EXPECT_EQ(assemble(text, "back.s", tiny()), p);
@@ -645,7 +676,8 @@ TEST(IsaAsm, ErrorsNameFileLineColumnAndToken) {
       {".set inf, 1", "t.s:1:6: bad constant name 'inf'"},
       {"dma.ld 0, 0, 4", "t.s:1:1: missing operand cols of 'dma.ld'"},
       {"mxu.mm 0, 0, 70000", "t.s:1:14: value 70000 does not fit rows (16 bits) '70000'"},
-      {"halt wait=16", "t.s:1:11: value 16 does not fit wait (4 bits: semaphores are 0..15) '16'"},
+      {"halt wait=32", "t.s:1:11: value 32 does not fit wait (5 bits: semaphores are 0..31) '32'"},
+      {"ici.send 0, 0, 1, 0, 0, rsem=32", "t.s:1:30: value 32 does not fit rsem (5 bits: semaphores are 0..31) '32'"},
       {"mxu.lw -1", "t.s:1:8: negative values are not allowed here: '-1'"},
       {".set A, 2\nmxu.lw A-3", "t.s:2:8: negative values are not allowed here: 'A-3'"},
       {"vscale 0, 0, 1, imm=-2", "t.s:1:21: a negative imm must be a float literal (like -2.0), not '-2'"},
@@ -707,7 +739,7 @@ TEST(IsaScalar, RegisterFieldsHaveTheirRegisterJustBelow) {
   const std::map<std::string_view, std::set<F>> want = {
       {"dma", {F::vaddr, F::haddr, F::rows}}, {"lw", {F::vaddr}},
       {"mm", {F::vaddr, F::acc, F::rows}},    {"vec", {F::dst, F::a, F::b, F::rows}},
-      {"ici", {F::vaddr, F::raddr, F::rows}},
+      {"vsc", {F::dst, F::a, F::rows}},       {"ici", {F::vaddr, F::raddr, F::rows}},
   };
   for (const InstrDesc& d : kInstrs) {
     std::set<F> with_reg;
