@@ -69,10 +69,10 @@ struct Layout {
 Layout layout(const CollectivePlan& c) {
   Layout l;
   const unsigned p = c.p();
-  l.in = 0;
+  l.in = c.vmem_base;
   const bool reduces = c.kind == Collective::all_reduce || c.kind == Collective::reduce_scatter;
   l.cmax = (c.rows + p - 1) / p;
-  l.recv = c.rows;
+  l.recv = l.in + c.rows;
   l.out = l.recv + (reduces ? (p - 1) * l.cmax : 0);
   l.end = l.out + (c.kind == Collective::all_gather   ? uint64_t{p} * c.rows
                    : c.kind == Collective::all_to_all ? uint64_t{p} * l.cmax
@@ -181,11 +181,12 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
   if (c.kind == Collective::all_gather) {
     l.recv.assign(streams.size(), {});
     l.cmax.assign(streams.size(), {});
-    l.out = 0;
-    l.end = uint64_t{c.p()} * c.rows;
+    l.in = l.out = c.vmem_base;
+    l.end = l.out + uint64_t{c.p()} * c.rows;
     return l;
   }
-  uint64_t at = c.rows;
+  l.in = c.vmem_base;
+  uint64_t at = l.in + c.rows;
   for (const Stream& t : streams) {
     std::array<uint64_t, 2> recv{}, cmax{};
     uint64_t rows = t.rows;
@@ -221,9 +222,13 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
 //   takes it; a reduce-scatter's: its store, after a vector fence; an all-gather's: one count of
 //   the load fence, for the first send), kLoaded, kLoadDone the input loaded (ICI, vector queue),
 //   kAllIn everything in (the store).
+//   As a segment, kTorusGate: the ICI queue's gate (a load-queue fence signals it once the load
+//   queue is past its go token; only the ICI queue takes it).
 constexpr std::array<unsigned, 4> kRsSem = {kRsArrived, 9, 10, 11}, kAgSem = {kAgArrived, 12, 13, 14};
+constexpr unsigned kTorusGate = 15;
+static_assert(kTorusGate < isa::build::kSegFirst, "the torus's semaphores are below the segment protocol's");
 
-std::vector<Instr> torus_code(const CollectivePlan& c, unsigned k) {
+std::vector<Instr> torus_code(const Preset& pr, const CollectivePlan& c, unsigned k, SegmentParts* segment) {
   const std::vector<Stream> streams = torus_streams(c);
   const TorusLayout l = torus_layout(c, streams);
   const auto ns = static_cast<unsigned>(streams.size());
@@ -249,6 +254,28 @@ std::vector<Instr> torus_code(const CollectivePlan& c, unsigned k) {
   };
   unsigned phases = 0;
   for (const Stream& t : streams) phases = std::max(phases, t.ndims);
+
+  if (segment) {
+    // The chips this one sends to and those that send to it (each once: on a side of 2 both
+    // directions reach the same chip). Once the load queue is past its go token (this chip's
+    // VMEM is free), a ready token to each sender; then the ICI queue, and with it every send
+    // below, waits for a ready token from each receiver (as the ring's segment does with one).
+    std::vector<unsigned> to, from;
+    for (const Stream& t : streams)
+      for (unsigned ph = 0; ph < t.ndims; ++ph) {
+        const unsigned d = t.dims[ph], kd = extent(c, d), u = coord(c, k, d);
+        const unsigned fwd = with_coord(c, k, d, (u + (t.dir > 0 ? 1 : kd - 1)) % kd),
+                       back = with_coord(c, k, d, (u + (t.dir > 0 ? kd - 1 : 1)) % kd);
+        if (std::find(to.begin(), to.end(), fwd) == to.end()) to.push_back(fwd);
+        if (std::find(from.begin(), from.end(), back) == from.end()) from.push_back(back);
+      }
+    auto& head = segment->head;
+    head.push_back(fence(kLoad, 0, kTorusGate));
+    const uint64_t tok = isa::build::seg_token_row(pr);
+    for (size_t i = 0; i < from.size(); ++i)
+      head.push_back(send(tok, tok, 1, from[i] % c.w, from[i] / c.w, isa::build::kSegReady, i == 0 ? kTorusGate : 0));
+    for (size_t i = 0; i < to.size(); ++i) head.push_back(fence(kIci, isa::build::kSegReady, 0));
+  }
 
   // kAdded and kOwnOut counts: the vector queue signals one per addition (and per own-chunk copy)
   // in order; the ICI queue consumes them in order, with fences for those it does not wait for
@@ -426,6 +453,12 @@ std::vector<Instr> torus_code(const CollectivePlan& c, unsigned k) {
       }
     }
   }
+  if (segment) {
+    // The counts no send took: the last additions' (kAdded) and own-chunk copies' (kOwnOut).
+    if (adds > added_taken) segment->drains.push_back({kIci, kAdded, static_cast<unsigned>(adds - added_taken)});
+    if (owns > own_taken) segment->drains.push_back({kIci, kOwnOut, static_cast<unsigned>(owns - own_taken)});
+    segment->body = code;
+  }
   return code;
 }
 
@@ -553,6 +586,35 @@ uint32_t CollectivePlan::out_rows(unsigned k) const {
   return 0;
 }
 
+namespace {
+
+// Why the torus cannot run plan c (empty: it can): every chunk of every phase needs a row (an
+// all-gather: every stream a row of each block), and the buffers must fit `vmem` rows.
+std::string torus_refusal(const Preset& pr, const CollectivePlan& c, uint64_t vmem) {
+  CollectivePlan t = c;
+  t.algorithm = Algorithm::torus;
+  const auto ns = static_cast<unsigned>(torus_streams(t).size());
+  const uint64_t need = collective_vmem_rows(t);
+  const uint64_t min_rows = c.kind == Collective::all_gather ? ns : uint64_t{ns} * c.p();
+  if (c.rows < min_rows)
+    return c.kind == Collective::all_gather
+               ? fmt::format("needs {} rows at least (a row per stream)", ns)
+               : fmt::format("needs {} rows at least ({} streams x {} chips)", ns * c.p(), ns, c.p());
+  if (need > vmem)
+    return fmt::format("needs {} VMEM rows (input, receive buffers, output), preset '{}' has {}", need, pr.name,
+                       vmem == pr.chip.vmem_rows ? fmt::format("{}", vmem) : fmt::format("{} for a segment", vmem));
+  return {};
+}
+
+}  // namespace
+
+void torus_if_it_fits(const Preset& pr, CollectivePlan& c) {
+  c.algorithm = Algorithm::ring;
+  if (has_torus(c.kind) && c.p() > 1 && c.members.empty() && !c.placement &&
+      torus_refusal(pr, c, pr.chip.vmem_rows - 1).empty())
+    c.algorithm = Algorithm::torus;
+}
+
 CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, unsigned h, uint32_t rows,
                                std::optional<Algorithm> algorithm) {
   CollectivePlan c;
@@ -572,21 +634,7 @@ CollectivePlan plan_collective(const Preset& pr, Collective kind, unsigned w, un
     throw DriverError(
         fmt::format("{}: the torus algorithm is an all-reduce's, a reduce-scatter's or an all-gather's", what));
   if (has_torus(kind) && c.p() > 1 && algorithm != Algorithm::ring) {
-    // The torus streams when every chunk of every phase gets a row (an all-gather: when every
-    // stream gets a row of each block) and the buffers fit.
-    CollectivePlan t = c;
-    t.algorithm = Algorithm::torus;
-    const auto ns = static_cast<unsigned>(torus_streams(t).size());
-    const uint64_t need = collective_vmem_rows(t);
-    const uint64_t min_rows = kind == Collective::all_gather ? ns : uint64_t{ns} * c.p();
-    std::string why;
-    if (rows < min_rows)
-      why = kind == Collective::all_gather
-                ? fmt::format("needs {} rows at least (a row per stream)", ns)
-                : fmt::format("needs {} rows at least ({} streams x {} chips)", ns * c.p(), ns, c.p());
-    else if (need > pr.chip.vmem_rows)
-      why = fmt::format("needs {} VMEM rows (input, receive buffers, output), preset '{}' has {}", need, pr.name,
-                        pr.chip.vmem_rows);
+    const std::string why = torus_refusal(pr, c, pr.chip.vmem_rows);
     if (why.empty())
       c.algorithm = Algorithm::torus;
     else if (algorithm == Algorithm::torus)
@@ -621,10 +669,10 @@ uint64_t collective_vmem_rows(const CollectivePlan& c) {
 
 namespace {
 
-// The collective's instructions for slice chip k, without halt. segment: as a segment of a
-// larger program (collective_segment).
-std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, unsigned k, bool segment) {
-  if (c.algorithm == Algorithm::torus && c.p() > 1 && !segment) return torus_code(c, k);
+// The collective's instructions for slice chip k, without halt. segment: as the parts of a
+// segment of a larger program (collective_parts), also returned there (its body).
+std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, unsigned k, SegmentParts* segment) {
+  if (c.algorithm == Algorithm::torus && c.p() > 1) return torus_code(pr, c, k, segment);
   const unsigned p = c.p(), r = c.ring_of(k);
   const unsigned nxt = c.at_ring((r + 1) % p), prv = c.at_ring((r + p - 1) % p);
   const unsigned nx = nxt % c.w, ny = nxt / c.w;
@@ -633,7 +681,6 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
   std::vector<Instr> code;
   auto add = [&](const Instr& i) { code.push_back(i); };
   if (segment) {
-    isa::build::seg_begin(code);
     if (p > 1) {
       // The ICI queue's gate: a token from the load queue, once past its go token. It is
       // kAgArrived, which only the ICI queue takes and no transfer can have counted yet (the chip
@@ -641,10 +688,10 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
       // is free for the chip that sends to it; and wait until the chip it sends to says the same
       // (the ICI queue runs in order: every send below waits too).
       constexpr unsigned kIciGate = kAgArrived;
-      add(fence(kLoad, 0, kIciGate));
       const uint64_t tok = isa::build::seg_token_row(pr);
-      add(send(tok, tok, 1, prv % c.w, prv / c.w, isa::build::kSegReady, kIciGate));
-      add(fence(kIci, isa::build::kSegReady, 0));
+      segment->head = {fence(kLoad, 0, kIciGate),
+                       send(tok, tok, 1, prv % c.w, prv / c.w, isa::build::kSegReady, kIciGate),
+                       fence(kIci, isa::build::kSegReady, 0)};
     }
   }
   add(dma(Op::dma_ld, l.in, c.in_beat, c.rows, 0, kLoaded));
@@ -769,10 +816,9 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
   }
   if (segment) {
     // The last step's additions (chunk r, in its pieces) signalled kAdded, which no send takes.
-    std::vector<isa::build::Drain> left;
     if (p > 1 && !gather)
-      left.push_back({kIci, kAdded, static_cast<unsigned>(pieces(c.chunk_rows(r), c.pieces).size())});
-    isa::build::seg_end(code, left);
+      segment->drains.push_back({kIci, kAdded, static_cast<unsigned>(pieces(c.chunk_rows(r), c.pieces).size())});
+    segment->body = code;
   }
   return code;
 }
@@ -780,7 +826,7 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
 }  // namespace
 
 isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsigned k) {
-  std::vector<Instr> code = collective_code(pr, c, k, false);
+  std::vector<Instr> code = collective_code(pr, c, k, nullptr);
   code.push_back(isa::build::halt());
   const isa::Program prog = isa::build::program(pr, code);
   if (prog.code.size() > pr.chip.imem_words)
@@ -789,16 +835,29 @@ isa::Program collective_program(const Preset& pr, const CollectivePlan& c, unsig
   return prog;
 }
 
-std::vector<Instr> collective_segment(const Preset& pr, const CollectivePlan& c, unsigned k) {
+SegmentParts collective_parts(const Preset& pr, const CollectivePlan& c, unsigned k) {
   if (c.kind == Collective::broadcast || c.kind == Collective::all_to_all)
     throw DriverError(fmt::format("{}: not available as a segment yet", collective_name(c.kind)));
-  if (c.algorithm == Algorithm::torus && c.p() > 1)
-    throw DriverError(fmt::format("{}: the torus algorithm is not available as a segment", collective_name(c.kind)));
+  if (c.algorithm == Algorithm::torus && c.p() > 1 && (!c.members.empty() || c.placement))
+    throw DriverError(
+        fmt::format("{}: the torus algorithm runs on a whole slice, without a placement", collective_name(c.kind)));
   if (collective_vmem_rows(c) >= pr.chip.vmem_rows)
     throw DriverError(
         fmt::format("{} of {} rows: needs {} VMEM rows, and a segment leaves the last of preset '{}''s {} free",
                     collective_name(c.kind), c.rows, collective_vmem_rows(c), pr.name, pr.chip.vmem_rows));
-  return collective_code(pr, c, k, true);
+  SegmentParts parts;
+  collective_code(pr, c, k, &parts);
+  return parts;
+}
+
+std::vector<Instr> collective_segment(const Preset& pr, const CollectivePlan& c, unsigned k) {
+  const SegmentParts parts = collective_parts(pr, c, k);
+  std::vector<Instr> code;
+  isa::build::seg_begin(code);
+  code.insert(code.end(), parts.head.begin(), parts.head.end());
+  code.insert(code.end(), parts.body.begin(), parts.body.end());
+  isa::build::seg_end(code, parts.drains);
+  return code;
 }
 
 std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan& c,

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "instr_build.h"
 #include "isa.h"
 #include "slice.h"
 
@@ -64,11 +65,12 @@ double busbw_factor(Collective, unsigned p);
 // Inputs at HBM beat 0 of every chip, outputs at out_beat.
 struct CollectivePlan {
   Collective kind = Collective::all_reduce;
-  Algorithm algorithm = Algorithm::ring;  // torus: all-reduce, reduce-scatter, all-gather; not as a segment
+  Algorithm algorithm = Algorithm::ring;  // torus: all-reduce, reduce-scatter, all-gather (whole slices)
   unsigned w = 1, h = 1, lanes = 0;
   uint32_t rows = 0;
   unsigned pieces = 4;  // each step's chunk moves in this many pieces (fewer for a smaller chunk)
   uint64_t in_beat = 0, out_beat = 0;
+  uint64_t vmem_base = 0;  // the first VMEM row the program uses (its buffers from there up)
   // The ring: slice indices in ring order. Empty: every chip of the slice, in snake order. A
   // group (a row or a column of the slice, for the sharding compiler) lists its chips.
   std::vector<unsigned> members;
@@ -106,15 +108,26 @@ CollectivePlan plan_collective(const Preset&, Collective, unsigned w, unsigned h
                                std::optional<Algorithm> algorithm = std::nullopt);
 isa::Program collective_program(const Preset&, const CollectivePlan&, unsigned k);
 
-// VMEM rows a plan's program uses (input, receive buffers, output).
+// The end of the VMEM rows a plan's program uses (input, receive buffers, output, from vmem_base).
 uint64_t collective_vmem_rows(const CollectivePlan&);
+// Sets c.algorithm to the torus where it can run c as a segment (a whole slice, no placement,
+// rows and VMEM as plan_collective asks, VMEM's last row left free), else to the ring.
+void torus_if_it_fits(const Preset&, CollectivePlan& c);
 // The collective of slice chip k as a segment of a larger program (isa::build's segment
-// protocol, instr_build.h): it waits for the segment before, tells the chip that sends to it
-// that it is ready (and waits for the same from the chip it sends to), and ends with every
+// protocol, instr_build.h): it waits for the segment before, tells each chip that sends to it
+// that it is ready (and waits for the same from each chip it sends to), and ends with every
 // semaphore back at 0. The plan must leave VMEM's last row free (collective_vmem_rows() <
-// vmem_rows); throws DriverError otherwise, for a chip not in the ring, or for broadcast,
-// all-to-all and the torus all-reduce (not segments yet).
+// vmem_rows); throws DriverError otherwise, for a chip not in the ring, for broadcast and
+// all-to-all (not segments yet), and for a torus plan on members or with a placement.
 std::vector<isa::Instr> collective_segment(const Preset&, const CollectivePlan&, unsigned k);
+// collective_segment's parts: between seg_begin and seg_end come `head` (the hand-shake with the
+// neighbours: the ICI gate's load fence, the ready tokens) and `body`; seg_end takes `drains`
+// (the counts the body leaves). overlapped_segment (segments.h) runs a body beside a compiled layer.
+struct SegmentParts {
+  std::vector<isa::Instr> head, body;
+  std::vector<isa::build::Drain> drains;
+};
+SegmentParts collective_parts(const Preset&, const CollectivePlan&, unsigned k);
 
 // The expected outputs (per slice index) from the inputs (per slice index, rows * lanes words).
 std::vector<std::vector<uint32_t>> collective_reference(const CollectivePlan&,

@@ -109,9 +109,78 @@ std::vector<Instr> compute(const Preset& data_preset, const std::vector<MatmulLa
   return code;
 }
 
+std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& layers, CollectivePlan plan,
+                              unsigned k) {
+  // VMEM: the collective's buffers at the top of the segment's rows, the layers below them.
+  plan.vmem_base = 0;
+  const uint64_t need = collective_vmem_rows(plan), top = data_vmem(pr);
+  if (need >= top)
+    throw DriverError(fmt::format("an overlapped {} of {} rows needs {} VMEM rows, preset '{}' has {}",
+                                  collective_name(plan.kind), plan.rows, need, pr.name, top));
+  plan.vmem_base = top - need;
+  Preset lp = pr;
+  lp.chip.vmem_rows = static_cast<uint32_t>(plan.vmem_base);
+  std::vector<Instr> a = isa::build::instrs(compiler::compile(lp, layers, {.form = compiler::Form::unrolled}));
+  if (a.empty() || a.back().op != Op::halt) throw DriverError("overlapped segment: the program does not end in halt");
+  a.pop_back();
+  SegmentParts b = collective_parts(pr, plan, k);
+  for (const Instr& i : a)
+    if (isa::find_field(isa::desc(i.op), "target") != nullptr)
+      throw DriverError("overlapped segment: the compiled layers branch (an unrolled program has no branches)");
+
+  // The collective's semaphores (wait, signal, rsem: the same numbers on every chip, which all run
+  // the same layers) onto those below the protocol's that the layers leave free; the protocol's
+  // own (the ready tokens' kSegReady) stay.
+  std::array<bool, isa::kNumSems> used{};
+  for (const Instr& i : a) used[i.wait] = used[i.signal] = true;
+  for (const auto& d : compiler::leftover_tokens()) used[d.sem] = true;
+  std::array<unsigned, isa::kNumSems> to{};
+  unsigned next = 1;
+  auto map = [&](unsigned s) -> unsigned {
+    if (s == 0 || s >= isa::build::kSegFirst) return s;
+    if (to[s] == 0) {
+      while (next < isa::build::kSegFirst && used[next]) ++next;
+      if (next >= isa::build::kSegFirst)
+        throw DriverError(fmt::format("overlapped segment: the layers and the {} need more than {} semaphores",
+                                      collective_name(plan.kind), isa::build::kSegFirst - 1));
+      to[s] = next++;
+    }
+    return to[s];
+  };
+  auto remap = [&](std::vector<Instr>& code) {
+    for (Instr& i : code) {
+      i.wait = map(i.wait);
+      i.signal = map(i.signal);
+      if (i.op == Op::ici_send) i.f.rsem = map(static_cast<unsigned>(i.f.rsem));
+    }
+  };
+  remap(b.head);
+  remap(b.body);
+  std::vector<isa::build::Drain> drains = compiler::leftover_tokens();
+  for (auto d : b.drains) {
+    d.sem = map(d.sem);
+    drains.push_back(d);
+  }
+
+  // The hand-shake, then both streams: after the i-th collective instruction, the layers' first
+  // round(i |a| / |b|).
+  std::vector<Instr> code;
+  isa::build::seg_begin(code);
+  code.insert(code.end(), b.head.begin(), b.head.end());
+  size_t ia = 0;
+  for (size_t ib = 0; ib < b.body.size(); ++ib) {
+    code.push_back(b.body[ib]);
+    const size_t until = ((ib + 1) * a.size() + b.body.size() / 2) / b.body.size();
+    while (ia < until) code.push_back(a[ia++]);
+  }
+  while (ia < a.size()) code.push_back(a[ia++]);
+  isa::build::seg_end(code, drains);
+  return code;
+}
+
 std::vector<Instr> transpose(const Preset& pr, uint64_t src, uint32_t rows, uint32_t cols, uint64_t dst,
                              uint64_t ident) {
-  // Semaphores (not the protocol's 6, 9, 10 or 11..15): 1 a tile is in VMEM (load -> mxu), 2 its
+  // Semaphores (below the protocol's, instr_build.h): 1 a tile is in VMEM (load -> mxu), 2 its
   // transpose is in the accumulators (mxu -> vec), 3 its VMEM slot is free (mxu -> load), 4 an
   // accumulator slot is free (vec -> mxu), 5 the bf16 rows are ready (vec -> store), 7 an output
   // slot is free (store -> vec), 8 the identity is in VMEM (load -> mxu).

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives.h"
 #include "compiler.h"
 #include "config.h"
 #include "isa.h"
@@ -35,6 +36,16 @@ std::vector<isa::Instr> epilogue(const Preset&, uint64_t s_beat, uint32_t m, uin
 // segment placed at instruction `at` (its branch targets moved there).
 std::vector<isa::Instr> compute(const Preset& data_preset, const std::vector<compiler::MatmulLayer>&, uint64_t at,
                                 compiler::Form = compiler::Form::automatic);
+
+// compute() and collective_segment() of plan in one segment, overlapped (docs/collectives.md
+// "Overlap"): the layers compiled (unrolled) into VMEM rows below the collective's buffers, which
+// sit at the top of the segment's VMEM (plan.vmem_base is set here); the collective's semaphores
+// renumbered into those the layers do not use; the collective's hand-shake first, then the two
+// instruction streams interleaved in proportion, each in its own order. Throws DriverError when
+// the semaphores or VMEM do not go round. plan: a whole-slice or ring plan as collective_segment
+// takes it; k the slice chip.
+std::vector<isa::Instr> overlapped(const Preset&, const std::vector<compiler::MatmulLayer>&, CollectivePlan plan,
+                                   unsigned k);
 
 // The transpose of a bf16 matrix through the MXU: src is rows x cols (ceil(cols / n) beats a row,
 // rows padded with zero rows to a multiple of n), dst cols x rows (ceil(rows / n) beats a row,

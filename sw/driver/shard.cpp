@@ -532,15 +532,30 @@ class ShardBuilder {
         p.members = members_[b];
         p.in_beat = p_beat + r0;
         p.out_beat = s_beat + r0;
+        // A group that is the whole slice runs the torus where it fits (its streams use every
+        // link), otherwise the group's ring.
+        const bool whole = q == out_.w * out_.h;
+        if (whole) {
+          CollectivePlan t = p;
+          t.members.clear();
+          torus_if_it_fits(pr_, t);
+          if (t.algorithm == Algorithm::torus) p = t;
+        }
         for (const unsigned k : members_[b]) append(k, collective_segment(pr_, p, k));
-        // The reference: the chunk's rows of every model index, reduced in the ring's order.
+        // The reference: the chunk's rows of every model index, reduced in the collective's order
+        // (the torus's by slice index, the ring's by model index).
+        const bool torus = p.algorithm == Algorithm::torus;
         CollectivePlan ref = p;
-        ref.members.clear();
-        for (unsigned m = 0; m < q; ++m) ref.members.push_back(m);
+        if (!torus) {
+          ref.members.clear();
+          for (unsigned m = 0; m < q; ++m) ref.members.push_back(m);
+        }
         std::vector<std::vector<uint32_t>> in(q);
-        for (unsigned m = 0; m < q; ++m)
-          in[m].assign(parts[m].begin() + static_cast<std::ptrdiff_t>(r0 * n_),
-                       parts[m].begin() + static_cast<std::ptrdiff_t>((r0 + rn) * n_));
+        for (unsigned x = 0; x < q; ++x) {
+          const auto& part = parts[torus ? model_[x] : x];
+          in[x].assign(part.begin() + static_cast<std::ptrdiff_t>(r0 * n_),
+                       part.begin() + static_cast<std::ptrdiff_t>((r0 + rn) * n_));
+        }
         const auto red = collective_reference(ref, in);
         std::copy(red[0].begin(), red[0].end(), sums[b].begin() + static_cast<std::ptrdiff_t>(r0 * n_));
       }

@@ -34,6 +34,9 @@ struct TrainSpec {
   // false: the programs leave out the all-reduce (each chip then learns from its own rows only).
   // Only for measuring the all-reduce's share of a step; such a run is not checked.
   bool allreduce = true;
+  // The all-reduce of dW2 and db2 overlapped with dW1's matmul (docs/compiler.md "Training"),
+  // where the block's parts are a row per chip at least; false: the whole block after it.
+  bool overlap = true;
 };
 std::string train_name(const TrainSpec&);  // "mlp 32x16x32x8, 30 steps, lr 0.05"
 

@@ -136,18 +136,19 @@ inline std::vector<isa::Instr> activation(Activation act, uint64_t dst, uint64_t
 // So once a queue starts the next segment, every queue is done with the segment before and
 // every semaphore it used is at 0. Only a queue's head instruction waits, so two instructions
 // conflict only if they are the heads of two queues waiting for the same semaphore at once (one
-// could take the other's count). The chain's semaphores are the protocol's alone, each waited by
-// one queue; a go token (and the ICI gate) is only ever signalled once the segment before is
-// complete, so whichever of its takers gets a count is rightly released. The go semaphores are
-// ones each segment kind takes in that queue only (the compiler's LAYER, ACC_FREE and BIAS).
-// seg_program_start() gives the first segment its go tokens.
-// A collective segment first tells the chip that sends to it that it is ready: a one-row
+// could take the other's count). The protocol's semaphores are the top eight (kSegFirst up), which
+// no segment uses: each chain semaphore is waited by one queue, each go token by one queue, and a
+// go token (and the ICI gate) is only ever signalled once the segment before is complete, so
+// whichever of its takers gets a count is rightly released. seg_program_start() gives the first
+// segment its go tokens.
+// A collective segment first tells each chip that sends to it that it is ready: a one-row
 // ici.send into the sender's VMEM row seg_token_row() (the last row of VMEM, which no segment
 // uses for data) with rsem kSegReady, which the sender's first transfer waits for.
-inline constexpr unsigned kSegLayer = 10, kSegReady = 14;
-inline constexpr std::array<unsigned, 4> kSegChain = {11, 12, 13, 15};
+inline constexpr unsigned kSegFirst = isa::kNumSems - 8;  // segments use 1 .. kSegFirst - 1
+inline constexpr unsigned kSegReady = isa::kNumSems - 1;
+inline constexpr std::array<unsigned, 4> kSegChain = {kSegFirst + 3, kSegFirst + 4, kSegFirst + 5, kSegFirst + 6};
 // Go tokens: load, mxu, vector.
-inline constexpr std::array<unsigned, 3> kSegGo = {kSegLayer, 6, 9};
+inline constexpr std::array<unsigned, 3> kSegGo = {kSegFirst, kSegFirst + 1, kSegFirst + 2};
 inline constexpr std::array<unsigned, 3> kSegGoUnits = {kUnitLoad, static_cast<unsigned>(isa::Unit::mxu), kUnitVec};
 inline uint64_t seg_token_row(const Preset& p) { return p.chip.vmem_rows - 1; }
 
