@@ -223,10 +223,13 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
 //   the load fence, for the first send), kLoaded, kLoadDone the input loaded (ICI, vector queue),
 //   kAllIn everything in (the store).
 //   As a segment, kTorusGate: the ICI queue's gate (a load-queue fence signals it once the load
-//   queue is past its go token; only the ICI queue takes it).
+//   queue is past its go token). It is kAgArrived, as the ring's gate: only the ICI queue takes it,
+//   and no transfer can have counted it before the gate is taken (the chips that send to this one
+//   send nothing until they have its ready token, which the instruction taking the gate sends).
+//   So the torus uses 13 semaphores (1-5, 7-14), which an overlapped segment can renumber above
+//   the compiler's ten.
 constexpr std::array<unsigned, 4> kRsSem = {kRsArrived, 9, 10, 11}, kAgSem = {kAgArrived, 12, 13, 14};
-constexpr unsigned kTorusGate = 15;
-static_assert(kTorusGate < isa::build::kSegFirst, "the torus's semaphores are below the segment protocol's");
+constexpr unsigned kTorusGate = kAgArrived;
 
 std::vector<Instr> torus_code(const Preset& pr, const CollectivePlan& c, unsigned k, SegmentParts* segment) {
   const std::vector<Stream> streams = torus_streams(c);

@@ -109,8 +109,11 @@ std::vector<Instr> compute(const Preset& data_preset, const std::vector<MatmulLa
   return code;
 }
 
-std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& layers, CollectivePlan plan,
-                              unsigned k) {
+// The compiler's semaphores: 1 .. kCompilerSems (docs/compiler.md "Queues and semaphores").
+constexpr unsigned kCompilerSems = 10;
+
+std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& layers, CollectivePlan plan, unsigned k,
+                              uint64_t at, compiler::Form form) {
   // VMEM: the collective's buffers at the top of the segment's rows, the layers below them.
   plan.vmem_base = 0;
   const uint64_t need = collective_vmem_rows(plan), top = data_vmem(pr);
@@ -120,33 +123,30 @@ std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& 
   plan.vmem_base = top - need;
   Preset lp = pr;
   lp.chip.vmem_rows = static_cast<uint32_t>(plan.vmem_base);
-  std::vector<Instr> a = isa::build::instrs(compiler::compile(lp, layers, {.form = compiler::Form::unrolled}));
-  if (a.empty() || a.back().op != Op::halt) throw DriverError("overlapped segment: the program does not end in halt");
-  a.pop_back();
+  std::vector<Instr> a;
+  if (!layers.empty()) {
+    a = isa::build::instrs(compiler::compile(lp, layers, {.form = form}));
+    if (a.empty() || a.back().op != Op::halt) throw DriverError("overlapped segment: the program does not end in halt");
+    a.pop_back();
+  }
   SegmentParts b = collective_parts(pr, plan, k);
-  for (const Instr& i : a)
-    if (isa::find_field(isa::desc(i.op), "target") != nullptr)
-      throw DriverError("overlapped segment: the compiled layers branch (an unrolled program has no branches)");
 
-  // The collective's semaphores (wait, signal, rsem: the same numbers on every chip, which all run
-  // the same layers) onto those below the protocol's that the layers leave free; the protocol's
-  // own (the ready tokens' kSegReady) stay.
-  std::array<bool, isa::kNumSems> used{};
-  for (const Instr& i : a) used[i.wait] = used[i.signal] = true;
-  for (const auto& d : compiler::leftover_tokens()) used[d.sem] = true;
-  std::array<unsigned, isa::kNumSems> to{};
-  unsigned next = 1;
+  // The collective's semaphores (wait, signal, rsem) onto those past the compiler's by a fixed
+  // table, the same on every chip whatever it computes or which of them its part of the collective
+  // uses (a chip without rows to compute runs the collective alone, and its neighbours' sends
+  // must name the semaphores it waits on): the collectives use 1-5 and 7-14 (collectives.cpp),
+  // which go to 11-23 in order; the protocol's own (the ready tokens' kSegReady) stay.
+  for (const Instr& i : a)
+    if (i.wait > kCompilerSems || i.signal > kCompilerSems)
+      throw DriverError("overlapped segment: the compiled layers use a semaphore past the compiler's");
   auto map = [&](unsigned s) -> unsigned {
     if (s == 0 || s >= isa::build::kSegFirst) return s;
-    if (to[s] == 0) {
-      while (next < isa::build::kSegFirst && used[next]) ++next;
-      if (next >= isa::build::kSegFirst)
-        throw DriverError(fmt::format("overlapped segment: the layers and the {} need more than {} semaphores",
-                                      collective_name(plan.kind), isa::build::kSegFirst - 1));
-      to[s] = next++;
-    }
-    return to[s];
+    if (s == 6 || s > 14)
+      throw DriverError(fmt::format("overlapped segment: the {} uses semaphore {}, which has no place beside a layer",
+                                    collective_name(plan.kind), s));
+    return kCompilerSems + (s < 6 ? s : s - 1);
   };
+  static_assert(kCompilerSems + 13 < isa::build::kSegFirst, "the collective's 13 fit below the protocol's");
   auto remap = [&](std::vector<Instr>& code) {
     for (Instr& i : code) {
       i.wait = map(i.wait);
@@ -156,24 +156,50 @@ std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& 
   };
   remap(b.head);
   remap(b.body);
-  std::vector<isa::build::Drain> drains = compiler::leftover_tokens();
+  // The compiler's tokens come back only where there are layers.
+  std::vector<isa::build::Drain> drains = a.empty() ? std::vector<isa::build::Drain>{} : compiler::leftover_tokens();
   for (auto d : b.drains) {
     d.sem = map(d.sem);
     drains.push_back(d);
   }
 
-  // The hand-shake, then both streams: after the i-th collective instruction, the layers' first
-  // round(i |a| / |b|).
+  // Where the collective's instructions may go between the layers': not inside a branch's range
+  // (a loop body, or what a forward branch skips). cut[i]: a collective instruction may go just
+  // before layer instruction i (i = |a|: after the last).
+  std::vector<int> span(a.size() + 2, 0);
+  for (size_t j = 0; j < a.size(); ++j)
+    if (isa::find_field(isa::desc(a[j].op), "target") != nullptr) {
+      const uint64_t t = a[j].f.target;  // compile() numbers from 0
+      if (t > a.size()) throw DriverError("overlapped segment: a branch out of the compiled layers");
+      const size_t lo = std::min<size_t>(t, j), hi = std::max<size_t>(t, j);
+      ++span[lo + 1];  // cuts lo + 1 .. hi are inside
+      --span[hi + 1];
+    }
+  std::vector<bool> cut(a.size() + 1);
+  for (size_t i = 0, depth = 0; i <= a.size(); ++i) {
+    depth += span[i];
+    cut[i] = depth == 0;
+  }
+
+  // The hand-shake, then both streams, each in its own order, in proportion.
   std::vector<Instr> code;
   isa::build::seg_begin(code);
   code.insert(code.end(), b.head.begin(), b.head.end());
-  size_t ia = 0;
-  for (size_t ib = 0; ib < b.body.size(); ++ib) {
-    code.push_back(b.body[ib]);
-    const size_t until = ((ib + 1) * a.size() + b.body.size() / 2) / b.body.size();
-    while (ia < until) code.push_back(a[ia++]);
+  std::vector<size_t> where(a.size() + 1);  // layer instruction i's index in code (|a|: just after the last)
+  size_t ib = 0;
+  for (size_t i = 0; i <= a.size(); ++i) {
+    // Collective instruction j goes before the layers' first round(j |a| / |b|): the first at once,
+    // then after each its share of the layers.
+    auto share = [&](size_t j) { return (j * a.size() + b.body.size() / 2) / b.body.size(); };
+    if (cut[i])
+      while (ib < b.body.size() && share(ib) <= i) code.push_back(b.body[ib++]);
+    where[i] = code.size();
+    if (i < a.size()) code.push_back(a[i]);
   }
-  while (ia < a.size()) code.push_back(a[ia++]);
+  while (ib < b.body.size()) code.push_back(b.body[ib++]);
+  // The layers' branch targets, to where their instructions went (the segment placed at `at`).
+  for (size_t i = 0; i < a.size(); ++i)
+    if (isa::find_field(isa::desc(a[i].op), "target") != nullptr) code[where[i]].f.target = at + where[a[i].f.target];
   isa::build::seg_end(code, drains);
   return code;
 }

@@ -38,14 +38,16 @@ std::vector<isa::Instr> compute(const Preset& data_preset, const std::vector<com
                                 compiler::Form = compiler::Form::automatic);
 
 // compute() and collective_segment() of plan in one segment, overlapped (docs/collectives.md
-// "Overlap"): the layers compiled (unrolled) into VMEM rows below the collective's buffers, which
-// sit at the top of the segment's VMEM (plan.vmem_base is set here); the collective's semaphores
-// renumbered into those the layers do not use; the collective's hand-shake first, then the two
-// instruction streams interleaved in proportion, each in its own order. Throws DriverError when
-// the semaphores or VMEM do not go round. plan: a whole-slice or ring plan as collective_segment
-// takes it; k the slice chip.
+// "Overlap with compute"): the layers compiled (in `form`) into VMEM rows below the collective's
+// buffers, which sit at the top of the segment's VMEM (plan.vmem_base is set here); the
+// collective's semaphores renumbered onto those past the compiler's, the same on every chip; the
+// collective's hand-shake first, then the two instruction streams interleaved in proportion, each
+// in its own order, the collective's never inside a loop body of the layers (their branch
+// targets moved). `at`: the instruction index where the segment goes. layers may be empty (a chip
+// with nothing to compute beside the collective). Throws DriverError when the semaphores or VMEM
+// do not go round.
 std::vector<isa::Instr> overlapped(const Preset&, const std::vector<compiler::MatmulLayer>&, CollectivePlan plan,
-                                   unsigned k);
+                                   unsigned k, uint64_t at, compiler::Form form = compiler::Form::automatic);
 
 // The transpose of a bf16 matrix through the MXU: src is rows x cols (ceil(cols / n) beats a row,
 // rows padded with zero rows to a multiple of n), dst cols x rows (ceil(rows / n) beats a row,

@@ -109,10 +109,15 @@ Sharding parse_sharding(std::string_view text) {
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string_view part = text.substr(at, comma - at);
     at = comma + 1;
+    if (part == "overlap") {
+      s.overlap = true;
+      continue;
+    }
     const size_t eq = part.find('=');
     const std::string_view key = part.substr(0, eq);
     if (eq == std::string_view::npos)
-      throw DriverError(fmt::format("--shard '{}': '{}': expected batch=AXES or model=AXES[:SPLITS]", text, part));
+      throw DriverError(
+          fmt::format("--shard '{}': '{}': expected batch=AXES, model=AXES[:SPLITS] or overlap", text, part));
     std::string_view val = part.substr(eq + 1);
     if (key == "batch") {
       if (s.batch) throw DriverError(fmt::format("--shard '{}': batch given twice", text));
@@ -158,6 +163,7 @@ std::string sharding_name(const Sharding& s) {
       for (size_t i = 0; i < s.splits.size(); ++i) out += fmt::format("{}{}", i ? "/" : "", split_name(s.splits[i]));
     }
   }
+  if (s.overlap) out += out.empty() ? "overlap" : ",overlap";
   return out.empty() ? "none" : out;
 }
 
@@ -484,24 +490,27 @@ class ShardBuilder {
     const uint64_t b_beat = L.bias ? alloc(nb) : 0;
     for (unsigned k = 0; k < code_.size(); ++k) {
       const auto [c0, cn] = block_cols(kb, model_[k], kin, n_);
-      const uint32_t rows = cur_[k].rows;
-      if (cn) {
-        MatmulLayer l;
-        l.m = rows;
-        l.k = cn;
-        l.n = L.n;
-        l.a = cur_[k];
-        l.w = {w_beat, cn, L.n};
-        write(k, w_beat, compiler::pack_bf16(pr_, cn, L.n, sub_rows(o_.w[i], L.n, c0, cn), true));
-        l.c = {p_beat, rows, L.n};
-        pending_[k].push_back(l);
-      }
+      if (cn) write(k, w_beat, compiler::pack_bf16(pr_, cn, L.n, sub_rows(o_.w[i], L.n, c0, cn), true));
       // The partial sums' buffer is whole beats of zeros beyond what the chip computes (a chip
       // without a K block adds zeros).
       write(k, p_beat, std::vector<uint32_t>(prows * n_, 0u));
       if (L.bias) write(k, b_beat, compiler::pack_fp32(pr_, 1, L.n, o_.b[i]));
     }
-    flush_all();
+    // The matmul of rows [r0, r0 + rn) of chip k's partial sums (none without a K block).
+    auto matmul = [&](unsigned k, uint32_t r0, uint32_t rn) {
+      const auto [c0, cn] = block_cols(kb, model_[k], kin, n_);
+      std::vector<MatmulLayer> out;
+      if (!cn || !rn) return out;
+      MatmulLayer l;
+      l.m = rn;
+      l.k = cn;
+      l.n = L.n;
+      l.a = {cur_[k].beat + uint64_t{r0} * ceil_div(cur_[k].cols, n_), rn, cur_[k].cols};
+      l.w = {w_beat, cn, L.n};
+      l.c = {p_beat + uint64_t{r0} * nb, rn, L.n};
+      out.push_back(l);
+      return out;
+    };
     // The all-reduce of the partial sums, and its reference in the same order.
     unsigned segs = 0;
     std::vector<std::vector<uint32_t>> sums(out_.groups);
@@ -520,28 +529,80 @@ class ShardBuilder {
         std::copy(packed.begin(), packed.end(), parts[m].begin());
       }
       sums[b].assign(r_all * n_, 0u);
-      const auto chunks = seg::reduce_chunks(pr_, r_all, q);
-      segs = std::max<unsigned>(segs, static_cast<unsigned>(chunks.size()));
-      for (const auto& [r0, rn] : chunks) {
+      // The all-reduce of beats [r0, r0 + rn) of the partial sums: a group that is the whole
+      // slice runs the torus where it fits (its streams use every link), otherwise the group's ring.
+      auto plan = [&](uint64_t r0, uint64_t rn) {
         CollectivePlan p;
         p.kind = Collective::all_reduce;
         p.w = out_.w;
         p.h = out_.h;
         p.lanes = n_;
-        p.rows = rn;
+        p.rows = static_cast<uint32_t>(rn);
         p.members = members_[b];
         p.in_beat = p_beat + r0;
         p.out_beat = s_beat + r0;
-        // A group that is the whole slice runs the torus where it fits (its streams use every
-        // link), otherwise the group's ring.
-        const bool whole = q == out_.w * out_.h;
-        if (whole) {
+        if (q == out_.w * out_.h) {
           CollectivePlan t = p;
           t.members.clear();
           torus_if_it_fits(pr_, t);
           if (t.algorithm == Algorithm::torus) p = t;
         }
-        for (const unsigned k : members_[b]) append(k, collective_segment(pr_, p, k));
+        return p;
+      };
+      // Row blocks: with overlap, blocks of rows whose all-reduce fits half of VMEM (two at least),
+      // each all-reduced beside the next block's matmul, where every block has a row per chip and
+      // keeps the algorithm of the unsplit all-reduce's first chunk; otherwise the whole matmul,
+      // then the all-reduce in VMEM-sized chunks.
+      std::vector<std::pair<uint32_t, uint32_t>> rblocks;  // (first row, rows)
+      const auto whole_chunks = seg::reduce_chunks(pr_, r_all, q);
+      if (out_.sharding.overlap && uint64_t{rows} * nb >= 2 * uint64_t{q}) {
+        Preset half = pr_;
+        half.chip.vmem_rows = seg::data_vmem(pr_) / 2 + 1;
+        const uint64_t per = seg::reduce_chunks(half, uint64_t{rows} * nb, q).front().second / nb;
+        const uint64_t count = per ? std::max<uint64_t>(2, ceil_div(rows, per)) : 0;
+        for (uint64_t j = 0; count && j < count; ++j) {
+          const auto a = static_cast<uint32_t>(j * rows / count), e = static_cast<uint32_t>((j + 1) * rows / count);
+          rblocks.push_back({a, e - a});
+        }
+        const Algorithm want = plan(whole_chunks.front().first, whole_chunks.front().second).algorithm;
+        for (const auto& [r0, rn] : rblocks)
+          if (uint64_t{rn} * nb < q || plan(uint64_t{r0} * nb, uint64_t{rn} * nb).algorithm != want) {
+            rblocks.clear();
+            break;
+          }
+      }
+      std::vector<std::pair<uint64_t, uint64_t>> chunks;  // beats of the partial sums
+      if (rblocks.empty()) {
+        for (const unsigned k : members_[b]) {
+          const auto all = matmul(k, 0, rows);
+          pending_[k].insert(pending_[k].end(), all.begin(), all.end());
+          flush(k);
+        }
+        for (const auto& [r0, rn] : whole_chunks) chunks.push_back({r0, rn});
+      } else {
+        for (const auto& [r0, rn] : rblocks) chunks.push_back({uint64_t{r0} * nb, uint64_t{rn} * nb});
+      }
+      segs = std::max<unsigned>(segs, static_cast<unsigned>(chunks.size()));
+      for (size_t j = 0; j < chunks.size(); ++j) {
+        const auto [r0, rn] = chunks[j];
+        const CollectivePlan p = plan(r0, rn);
+        for (const unsigned k : members_[b]) {
+          if (rblocks.empty()) {
+            append(k, collective_segment(pr_, p, k));
+            continue;
+          }
+          if (j == 0) {  // the first block's matmul (after the layers before it, as one program)
+            auto& pend = pending_[k];
+            const auto first = matmul(k, rblocks[0].first, rblocks[0].second);
+            pend.insert(pend.end(), first.begin(), first.end());
+            flush(k);
+          }
+          if (j + 1 < chunks.size())
+            append(k,
+                   seg::overlapped(pr_, matmul(k, rblocks[j + 1].first, rblocks[j + 1].second), p, k, code_[k].size()));
+          else
+            append(k, collective_segment(pr_, p, k));
+        }
         // The reference: the chunk's rows of every model index, reduced in the collective's order
         // (the torus's by slice index, the ring's by model index).
         const bool torus = p.algorithm == Algorithm::torus;

@@ -64,9 +64,14 @@ struct Sharding {
   unsigned batch = 0, model = 0;  // disjoint masks
   std::vector<Split> splits;      // per layer (model != 0); empty: megatron (cols, k, cols, ...)
   std::optional<Split> every;     // instead of splits: every layer split the same way
+  // "overlap": a k layer's all-reduce in row blocks, each beside the next block's matmul
+  // (docs/compiler.md "Sharding"), where the blocks keep the algorithm; off by default (it
+  // reloads the weights for every block and may need more segments: measured both faster and
+  // slower, and longer programs).
+  bool overlap = false;
 };
 // "batch=x", "model=y", "batch=x,model=y", "model=xy:cols", "model=y:cols/k/k", "" (every chip
-// computes everything). Throws DriverError naming the bad part.
+// computes everything), each with ",overlap" too. Throws DriverError naming the bad part.
 Sharding parse_sharding(std::string_view);
 std::string sharding_name(const Sharding&);
 

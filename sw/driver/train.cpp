@@ -393,7 +393,7 @@ std::vector<Instr> chip_program(const Preset& p, const TrainSpec& s, const Layou
     m3.m = K, m3.k = bc, m3.n = H;
     m3.a = {l.xt, K, bc}, m3.w = {l.dzb, bc, H}, m3.c = {l.g_dw1, K, H};
     if (overlap)
-      add(seg::overlapped(p, {m3}, chunks.front().plan, k));
+      add(seg::overlapped(p, {m3}, chunks.front().plan, k, code.size(), compiler::Form::unrolled));
     else
       compute({m3});
     add(seg::colsum(p, l.dz, bc, static_cast<uint32_t>(l.hb), l.g_db1));

@@ -9,7 +9,9 @@
 #include <bit>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -1048,6 +1050,17 @@ TEST(IsaFile, CorruptFilesAreErrorsNamingTheOrigin) {
   Program named = sample_program();
   named.preset = std::string(33, 'a');
   EXPECT_THROW(serialize(named), IsaError);
+}
+
+// The fuzz regression of a preset name with a newline (tb/fuzz/regressions/tpb) is refused for
+// that, not for something its header says earlier: its ISA version must follow the ISA's.
+TEST(IsaFile, FuzzRegressionIsRefusedForItsPresetName) {
+  const std::string path = std::string(TP_SOURCE_DIR) + "/tb/fuzz/regressions/tpb/preset_name_newline.tpb";
+  std::ifstream f(path, std::ios::binary);
+  ASSERT_TRUE(f) << path;
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string err = error_of([&] { deserialize(bytes, "r.tpb"); });
+  EXPECT_NE(err.find("preset name in the header has byte 0x0a"), std::string::npos) << err;
 }
 
 TEST(IsaPreset, CheckPresetNamesBothPresets) {

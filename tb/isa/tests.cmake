@@ -2,6 +2,7 @@
 add_executable(test_isa ${CMAKE_CURRENT_SOURCE_DIR}/isa/test_isa.cpp)
 target_compile_options(test_isa PRIVATE ${TP_WARNINGS})
 target_link_libraries(test_isa PRIVATE tp_isa tp_config tp_tb_util GTest::gtest_main)
+target_compile_definitions(test_isa PRIVATE TP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gtest_discover_tests(test_isa PROPERTIES LABELS isa)
 list(APPEND TP_TEST_TARGETS test_isa)
 

@@ -361,6 +361,9 @@ TEST(Pod, ShardBatchAndModel2x2) { sharded(2, 2, {48, 40, 64, 24}, "batch=x,mode
 TEST(Pod, ShardColumns1x4) { sharded(1, 4, {24, 40, 45, 30, 20}, "model=y:cols", seed_or(42)); }
 TEST(Pod, ShardChunked1x2) { sharded(1, 2, {200, 24, 64, 40, 72}, "model=y:cols/cols/k", seed_or(44)); }
 TEST(Pod, ShardContraction1x2LinkBitErrors) { sharded(1, 2, {20, 72, 32, 16}, "model=y:k", seed_or(43), 1e-3); }
+// The k layers' all-reduces in row blocks beside the next block's matmul (seg::overlapped), on
+// the torus of the whole slice, in the RTL.
+TEST(Pod, ShardOverlapped2x2) { sharded(2, 2, {64, 128, 64, 32}, "model=xy:k/k,overlap", seed_or(47)); }
 
 // Training data parallel (sw/driver/train.h) on the RTL pod and the golden pod: every step's
 // errors and the final weights bit-exact with the host's mirror on both, so the same loss curve;

@@ -63,6 +63,8 @@ TEST(Shard, ParseAndName) {
   EXPECT_EQ(sharding_name(parse_sharding("model=xy:k")), "model=xy:k");
   EXPECT_EQ(sharding_name(parse_sharding("model=y:cols/k/cols")), "model=y:cols/k/cols");
   EXPECT_EQ(sharding_name(parse_sharding("")), "none");
+  EXPECT_EQ(sharding_name(parse_sharding("model=xy:k/k,overlap")), "model=xy:k/k,overlap");
+  EXPECT_FALSE(parse_sharding("model=xy:k").overlap);
   for (const char* bad : {"batch=z", "batch=x,batch=y", "model=x,batch=x", "model=y:rows", "foo=x", "batch",
                           "model=", "batch=xx", "model=y:cols/", "batch=y,", ",model=x"})
     EXPECT_THROW(parse_sharding(bad), DriverError) << bad;
@@ -142,6 +144,31 @@ TEST(Shard, ContractionSplitMatchesItsOrder) {
                                                                                          {"model=y:k", 1, 4},
                                                                                          {"batch=y,model=x:k", 2, 2}}) {
     check(c, sh, w, h, seed, false);
+  }
+}
+
+// The k layers' all-reduce in row blocks, each beside the next block's matmul (",overlap"):
+// bit-exact with the sharded reference in its order (the blocks move the all-reduce's chunk
+// boundaries, so the bits differ from the unsplit run's), on rings and the torus, with chips that
+// have no K block (they run the collective alone), several blocks, a Megatron pair; and on 2x2
+// the overlapped program takes fewer cycles (64x128x64x32, k/k: measured 11,829 -> 10,936 on the
+// golden estimate).
+TEST(Shard, OverlappedAllReduceIsBitExactAndFaster) {
+  const uint64_t seed = seed_or(106);
+  for (const auto& [dims, sh, w, h] : std::vector<std::tuple<std::vector<uint32_t>, std::string, unsigned, unsigned>>{
+           {{19, 45, 40, 24}, "model=y:k", 1, 2},
+           {{19, 45, 40, 24}, "model=xy:k", 2, 2},
+           {{70, 45, 40, 24}, "model=y:k", 1, 4},
+           {{40, 64, 48, 24}, "batch=y,model=x", 2, 2},
+           {{64, 128, 64, 32}, "model=xy:k/k", 2, 2}}) {
+    SCOPED_TRACE(fmt::format("{} {}x{}", sh, w, h));
+    const Chain c = mlp_chain(dims);
+    const auto plain = check(c, sh, w, h, seed, false);
+    const auto over = check(c, sh + ",overlap", w, h, seed, false);
+    ASSERT_TRUE(plain.status.ok() && over.status.ok());
+    if (dims[0] == 64) {
+      EXPECT_LT(over.status.cycles, plain.status.cycles);
+    }
   }
 }
 
