@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <random>
 #include <utility>
@@ -109,15 +110,15 @@ Sharding parse_sharding(std::string_view text) {
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string_view part = text.substr(at, comma - at);
     at = comma + 1;
-    if (part == "overlap") {
-      s.overlap = true;
+    if (part == "overlap" || part == "overlap=on" || part == "overlap=off" || part == "overlap=auto") {
+      s.overlap = part == "overlap=off" ? Overlap::off : part == "overlap=auto" ? Overlap::automatic : Overlap::on;
       continue;
     }
     const size_t eq = part.find('=');
     const std::string_view key = part.substr(0, eq);
     if (eq == std::string_view::npos)
-      throw DriverError(
-          fmt::format("--shard '{}': '{}': expected batch=AXES, model=AXES[:SPLITS] or overlap", text, part));
+      throw DriverError(fmt::format(
+          "--shard '{}': '{}': expected batch=AXES, model=AXES[:SPLITS] or overlap[=on|off|auto]", text, part));
     std::string_view val = part.substr(eq + 1);
     if (key == "batch") {
       if (s.batch) throw DriverError(fmt::format("--shard '{}': batch given twice", text));
@@ -163,7 +164,10 @@ std::string sharding_name(const Sharding& s) {
       for (size_t i = 0; i < s.splits.size(); ++i) out += fmt::format("{}{}", i ? "/" : "", split_name(s.splits[i]));
     }
   }
-  if (s.overlap) out += out.empty() ? "overlap" : ",overlap";
+  if (s.overlap != Overlap::automatic) {
+    if (!out.empty()) out += ",";
+    out += s.overlap == Overlap::on ? "overlap" : "overlap=off";
+  }
   return out.empty() ? "none" : out;
 }
 
@@ -555,7 +559,7 @@ class ShardBuilder {
       // then the all-reduce in VMEM-sized chunks.
       std::vector<std::pair<uint32_t, uint32_t>> rblocks;  // (first row, rows)
       const auto whole_chunks = seg::reduce_chunks(pr_, r_all, q);
-      if (out_.sharding.overlap && uint64_t{rows} * nb >= 2 * uint64_t{q}) {
+      if (out_.sharding.overlap == Overlap::on && uint64_t{rows} * nb >= 2 * uint64_t{q}) {
         Preset half = pr_;
         half.chip.vmem_rows = seg::data_vmem(pr_) / 2 + 1;
         const uint64_t per = seg::reduce_chunks(half, uint64_t{rows} * nb, q).front().second / nb;
@@ -693,12 +697,61 @@ class ShardBuilder {
 
 }  // namespace
 
+namespace {
+
+// A run's cycle limit: every MXU row pass and every beat moved, with a wide margin.
+uint64_t default_timeout(const Preset& pr, const Chain& c) {
+  uint64_t work = 0, kin = c.k;
+  for (const auto& l : c.layers) {
+    work += uint64_t{c.m} * ceil_div(kin, pr.mxu.n) * ceil_div(l.n, pr.mxu.n) * 4 +
+            uint64_t{c.m} * ceil_div(l.n, pr.mxu.n) * 64;
+    kin = l.n;
+  }
+  return 500'000 + 20 * work;
+}
+
+void load(Slice& slice, const ShardProgram& sp) {
+  for (unsigned k = 0; k < sp.w * sp.h; ++k) slice.load(k % sp.w, k / sp.w, sp.programs[k]);
+  for (const auto& wr : sp.writes) slice.write(wr.k % sp.w, wr.k / sp.w, wr.beat, wr.words);
+}
+
+// A sharded program's cycles on a golden pod of its slice's shape (the timing estimate); the
+// largest uint64_t when it does not finish.
+uint64_t estimate_cycles(const Preset& pr, const Chain& c, const ShardProgram& sp) {
+  auto slice = Slice::open(torus_pod(pr, sp.w, sp.h), {0, 0, sp.w, sp.h}, Backend::golden);
+  load(*slice, sp);
+  const auto st = slice->run(default_timeout(pr, c));
+  return st.ok() ? st.cycles : UINT64_MAX;
+}
+
+}  // namespace
+
 ShardProgram compile_sharded(const Preset& pr, const Chain& c, const Sharding& s, unsigned w, unsigned h,
                              const ChainOperands& o) {
   check_chain(pr, c);
   check_operands(c, o);
   if (w == 0 || h == 0) throw DriverError("an empty slice");
-  return ShardBuilder(pr, c, s, w, h, o).build();
+  if (s.overlap != Overlap::automatic) return ShardBuilder(pr, c, s, w, h, o).build();
+  // Automatic: without overlap, and with it where it compiles; the second only if it differs
+  // and the golden pod's timing estimate gives it fewer cycles.
+  Sharding off = s, on = s;
+  off.overlap = Overlap::off;
+  on.overlap = Overlap::on;
+  ShardProgram a = ShardBuilder(pr, c, off, w, h, o).build();
+  ShardProgram b;
+  try {
+    b = ShardBuilder(pr, c, on, w, h, o).build();
+  } catch (const DriverError&) {  // (longer than the instruction memory, VMEM too small)
+    return a;
+  } catch (const compiler::CompileError&) {
+    return a;
+  }
+  if (b.summary == a.summary) return a;  // no layer was split
+  const uint64_t ca = estimate_cycles(pr, c, a), cb = estimate_cycles(pr, c, b);
+  ShardProgram& pick = cb < ca ? b : a;
+  pick.summary += fmt::format("  overlap {}: {} cycles with it, {} without (the golden pod's estimate)\n",
+                              cb < ca ? "kept" : "left out", cb, ca);
+  return pick;
 }
 
 ShardRun run_sharded(Slice& slice, const Chain& c, const Sharding& s, const ChainOperands& o, uint64_t timeout) {
@@ -709,22 +762,10 @@ ShardRun run_sharded(Slice& slice, const Chain& c, const Sharding& s, const Chai
   run.what = fmt::format("{} sharded {} on a {}x{} slice", chain_name(c), sharding_name(sp.sharding), w, h);
   run.summary = sp.summary;
   run.collectives = sp.collectives;
-  for (unsigned k = 0; k < w * h; ++k) {
+  for (unsigned k = 0; k < w * h; ++k)
     run.instructions = std::max<uint64_t>(run.instructions, sp.programs[k].code.size());
-    slice.load(k % w, k / w, sp.programs[k]);
-  }
-  for (const auto& wr : sp.writes) slice.write(wr.k % w, wr.k / w, wr.beat, wr.words);
-  if (timeout == 0) {
-    // Every MXU row pass and every beat moved, with a wide margin.
-    uint64_t work = 0, kin = c.k;
-    for (const auto& l : c.layers) {
-      work += uint64_t{c.m} * ceil_div(kin, pr.mxu.n) * ceil_div(l.n, pr.mxu.n) * 4 +
-              uint64_t{c.m} * ceil_div(l.n, pr.mxu.n) * 64;
-      kin = l.n;
-    }
-    timeout = 500'000 + 20 * work;
-  }
-  run.status = slice.run(timeout);
+  load(slice, sp);
+  run.status = slice.run(timeout ? timeout : default_timeout(pr, c));
   if (!run.status.ok()) return run;
   const uint32_t nout = c.layers.back().n;
   std::vector<uint32_t> out(uint64_t{c.m} * nout, 0x7fbadbadu);

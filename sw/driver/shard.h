@@ -60,18 +60,21 @@ std::string_view split_name(Split);  // "cols", "k"
 
 // Mesh axes as a mask: bit 0 the slice's x (its width), bit 1 its y.
 inline constexpr unsigned kAxisX = 1, kAxisY = 2;
+// A k layer's all-reduce in row blocks, each beside the next block's matmul (docs/compiler.md
+// "Sharding"), where the blocks keep the algorithm: off, on, or automatic (the default: both
+// compiled, the one with fewer cycles on the golden pod's timing estimate kept; it reloads the
+// weights for every block and may need more segments, so it is not always faster).
+enum class Overlap { off, on, automatic };
+
 struct Sharding {
   unsigned batch = 0, model = 0;  // disjoint masks
   std::vector<Split> splits;      // per layer (model != 0); empty: megatron (cols, k, cols, ...)
   std::optional<Split> every;     // instead of splits: every layer split the same way
-  // "overlap": a k layer's all-reduce in row blocks, each beside the next block's matmul
-  // (docs/compiler.md "Sharding"), where the blocks keep the algorithm; off by default (it
-  // reloads the weights for every block and may need more segments: measured both faster and
-  // slower, and longer programs).
-  bool overlap = false;
+  Overlap overlap = Overlap::automatic;
 };
 // "batch=x", "model=y", "batch=x,model=y", "model=xy:cols", "model=y:cols/k/k", "" (every chip
-// computes everything), each with ",overlap" too. Throws DriverError naming the bad part.
+// computes everything), each with ",overlap" (on), ",overlap=off" or ",overlap=auto" (the default)
+// too. Throws DriverError naming the bad part.
 Sharding parse_sharding(std::string_view);
 std::string sharding_name(const Sharding&);
 
@@ -95,7 +98,7 @@ std::vector<uint32_t> chain_reference(const Preset&, const Chain&, const ChainOp
 // The programs and where everything lives. Every chip has the same HBM layout.
 struct ShardProgram {
   Chain chain;
-  Sharding sharding;  // splits resolved, one per layer
+  Sharding sharding;  // splits resolved, one per layer; overlap resolved (on or off)
   unsigned w = 1, h = 1;
   unsigned groups = 1, group_size = 1;  // batch groups and model group size
   std::vector<isa::Program> programs;   // by slice index i + j * w

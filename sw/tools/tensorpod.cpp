@@ -1282,7 +1282,8 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
                       "--mlp on a WxH slice (a pod of that shape; --config: the chips' preset, default the pods' "
                       "default's), sharded by --shard");
   run_cmd->add_option("--shard", run.shard,
-                      "with --slice: batch=AXES and/or model=AXES[:cols|k|megatron|cols/k/...], axes x, y or xy, and overlap "
+                      "with --slice: batch=AXES and/or model=AXES[:cols|k|megatron|cols/k/...], axes x, y or xy, and "
+                      "overlap[=on|off|auto] "
                       "(docs/compiler.md); --mlp then takes MxKxN1x...xNl");
   run_cmd->add_option(
       "--layers", run.layers,
