@@ -392,14 +392,22 @@ std::vector<Instr> chip_program(const Preset& p, const TrainSpec& s, const Layou
     MatmulLayer m3;
     m3.m = K, m3.k = bc, m3.n = H;
     m3.a = {l.xt, K, bc}, m3.w = {l.dzb, bc, H}, m3.c = {l.g_dw1, K, H};
-    if (overlap)
-      add(seg::overlapped(p, {m3}, chunks.front().plan, k, code.size(), compiler::Form::unrolled));
-    else
-      compute({m3});
+    // When the matmul does not fit the VMEM the collective leaves it (the chunk was sized by the
+    // ring's buffers; the torus's round up), the chunk runs after it instead: the same sums, as
+    // every chip has the same shapes and so decides the same.
+    bool beside = overlap;
+    if (overlap) {
+      try {
+        add(seg::overlapped(p, {m3}, chunks.front().plan, k, code.size(), compiler::Form::unrolled));
+      } catch (const compiler::CompileError&) {
+        beside = false;
+      }
+    }
+    if (!beside) compute({m3});
     add(seg::colsum(p, l.dz, bc, static_cast<uint32_t>(l.hb), l.g_db1));
     if (!overlap) add(seg::colsum(p, l.dy, bc, static_cast<uint32_t>(l.nb), l.g_db2));
     for (const GradChunk& ch : chunks)
-      if (!ch.overlapped) add(collective_segment(p, ch.plan, k));
+      if (!ch.overlapped || !beside) add(collective_segment(p, ch.plan, k));
   }
   // The update: M -= lr * G, W = bf16(M) for the weights.
   auto update = [&](uint64_t m, uint64_t g, uint64_t rows, std::optional<uint64_t> wb) {
