@@ -30,6 +30,7 @@ constexpr unsigned kAFull = 1, kAFree = 2, kWFull = 3, kWFree = 4, kAccFull = 5,
 
 constexpr std::array<std::string_view, 11> kSemNames = {
     "", "A_FULL", "A_FREE", "W_FULL", "W_FREE", "ACC_FULL", "ACC_FREE", "OUT_FULL", "OUT_FREE", "BIAS", "LAYER"};
+static_assert(kSemNames.size() == kSemaphores + 1, "compiler.h's kSemaphores names them all");
 
 enum class Queue : uint64_t { load = 0, mxu = 1, vec = 2, store = 3 };
 

@@ -80,6 +80,10 @@ CompileInfo compile_info(const Preset&, const std::vector<MatmulLayer>&, const O
 struct CompileInfo;
 isa::Program compile(const Preset&, const std::vector<MatmulLayer>&, const Options& = {}, CompileInfo* info = nullptr);
 
+// The semaphores compile()'s programs use: 1 .. kSemaphores (docs/compiler.md "Queues and
+// semaphores"). A program that runs beside one (seg::overlapped) uses others.
+inline constexpr unsigned kSemaphores = 10;
+
 // The semaphore counts compile()'s program leaves when it is done: its queues' initial tokens
 // (the free A buffers, weight slots, accumulator and output buffers), back. A program that goes on
 // after it (a segment of a sharded program, sw/driver/shard.h) takes them first.

@@ -31,6 +31,11 @@ using isa::Op;
 //     fence for the last); 5 the own chunk is in the output (the first all-gather send, or the
 //     store); 8 every chunk is in (the store).
 constexpr unsigned kLoaded = 1, kRsArrived = 2, kAdded = 3, kAgArrived = 4, kOwnOut = 5, kLoadDone = 7, kAllIn = 8;
+// A segment's ICI gate: a token from the load queue once it is past its go token, taken by the
+// ICI queue's first instruction, which sends this chip's ready tokens. It is kAgArrived, which only
+// the ICI queue takes and no transfer can have counted before (the chips that send to this one
+// send nothing until they have its ready token).
+constexpr unsigned kIciGate = kAgArrived;
 constexpr unsigned kLoad = isa::build::kUnitLoad, kVec = isa::build::kUnitVec, kIci = isa::build::kUnitIci,
                    kStore = isa::build::kUnitStore;
 
@@ -222,14 +227,18 @@ TorusLayout torus_layout(const CollectivePlan& c, const std::vector<Stream>& str
 //   takes it; a reduce-scatter's: its store, after a vector fence; an all-gather's: one count of
 //   the load fence, for the first send), kLoaded, kLoadDone the input loaded (ICI, vector queue),
 //   kAllIn everything in (the store).
-//   As a segment, kTorusGate: the ICI queue's gate (a load-queue fence signals it once the load
-//   queue is past its go token). It is kAgArrived, as the ring's gate: only the ICI queue takes it,
-//   and no transfer can have counted it before the gate is taken (the chips that send to this one
-//   send nothing until they have its ready token, which the instruction taking the gate sends).
-//   So the torus uses 13 semaphores (1-5, 7-14), which an overlapped segment can renumber above
-//   the compiler's ten.
+//   As a segment, kIciGate: the ICI queue's gate (above), as the ring's. So the torus uses 13
+//   semaphores (1-5, 7-14), which an overlapped segment can renumber above the compiler's ten.
 constexpr std::array<unsigned, 4> kRsSem = {kRsArrived, 9, 10, 11}, kAgSem = {kAgArrived, 12, 13, 14};
-constexpr unsigned kTorusGate = kAgArrived;
+constexpr bool listed(unsigned s) {
+  for (const unsigned c : kCollectiveSems)
+    if (c == s) return true;
+  return false;
+}
+static_assert(listed(kLoaded) && listed(kRsArrived) && listed(kAdded) && listed(kAgArrived) && listed(kOwnOut) &&
+                  listed(kLoadDone) && listed(kAllIn) && listed(kRsSem[1]) && listed(kRsSem[2]) && listed(kRsSem[3]) &&
+                  listed(kAgSem[1]) && listed(kAgSem[2]) && listed(kAgSem[3]),
+              "collectives.h's kCollectiveSems lists every semaphore the programs use");
 
 std::vector<Instr> torus_code(const Preset& pr, const CollectivePlan& c, unsigned k, SegmentParts* segment) {
   const std::vector<Stream> streams = torus_streams(c);
@@ -273,10 +282,10 @@ std::vector<Instr> torus_code(const Preset& pr, const CollectivePlan& c, unsigne
         if (std::find(from.begin(), from.end(), back) == from.end()) from.push_back(back);
       }
     auto& head = segment->head;
-    head.push_back(fence(kLoad, 0, kTorusGate));
+    head.push_back(fence(kLoad, 0, kIciGate));
     const uint64_t tok = isa::build::seg_token_row(pr);
     for (size_t i = 0; i < from.size(); ++i)
-      head.push_back(send(tok, tok, 1, from[i] % c.w, from[i] / c.w, isa::build::kSegReady, i == 0 ? kTorusGate : 0));
+      head.push_back(send(tok, tok, 1, from[i] % c.w, from[i] / c.w, isa::build::kSegReady, i == 0 ? kIciGate : 0));
     for (size_t i = 0; i < to.size(); ++i) head.push_back(fence(kIci, isa::build::kSegReady, 0));
   }
 
@@ -460,7 +469,6 @@ std::vector<Instr> torus_code(const Preset& pr, const CollectivePlan& c, unsigne
     // The counts no send took: the last additions' (kAdded) and own-chunk copies' (kOwnOut).
     if (adds > added_taken) segment->drains.push_back({kIci, kAdded, static_cast<unsigned>(adds - added_taken)});
     if (owns > own_taken) segment->drains.push_back({kIci, kOwnOut, static_cast<unsigned>(owns - own_taken)});
-    segment->body = code;
   }
   return code;
 }
@@ -672,8 +680,8 @@ uint64_t collective_vmem_rows(const CollectivePlan& c) {
 
 namespace {
 
-// The collective's instructions for slice chip k, without halt. segment: as the parts of a
-// segment of a larger program (collective_parts), also returned there (its body).
+// The collective's instructions for slice chip k, without halt. segment: as the body of a
+// segment of a larger program, its head and drains written there (collective_parts).
 std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, unsigned k, SegmentParts* segment) {
   if (c.algorithm == Algorithm::torus && c.p() > 1) return torus_code(pr, c, k, segment);
   const unsigned p = c.p(), r = c.ring_of(k);
@@ -685,12 +693,9 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
   auto add = [&](const Instr& i) { code.push_back(i); };
   if (segment) {
     if (p > 1) {
-      // The ICI queue's gate: a token from the load queue, once past its go token. It is
-      // kAgArrived, which only the ICI queue takes and no transfer can have counted yet (the chip
-      // before sends nothing until it has this chip's ready token). Then ready: this chip's VMEM
-      // is free for the chip that sends to it; and wait until the chip it sends to says the same
-      // (the ICI queue runs in order: every send below waits too).
-      constexpr unsigned kIciGate = kAgArrived;
+      // The ICI queue's gate (kIciGate), then ready: this chip's VMEM is free for the chip that
+      // sends to it; and wait until the chip it sends to says the same (the ICI queue runs in
+      // order: every send below waits too).
       const uint64_t tok = isa::build::seg_token_row(pr);
       segment->head = {fence(kLoad, 0, kIciGate),
                        send(tok, tok, 1, prv % c.w, prv / c.w, isa::build::kSegReady, kIciGate),
@@ -821,7 +826,6 @@ std::vector<Instr> collective_code(const Preset& pr, const CollectivePlan& c, un
     // The last step's additions (chunk r, in its pieces) signalled kAdded, which no send takes.
     if (p > 1 && !gather)
       segment->drains.push_back({kIci, kAdded, static_cast<unsigned>(pieces(c.chunk_rows(r), c.pieces).size())});
-    segment->body = code;
   }
   return code;
 }
@@ -849,7 +853,7 @@ SegmentParts collective_parts(const Preset& pr, const CollectivePlan& c, unsigne
         fmt::format("{} of {} rows: needs {} VMEM rows, and a segment leaves the last of preset '{}''s {} free",
                     collective_name(c.kind), c.rows, collective_vmem_rows(c), pr.name, pr.chip.vmem_rows));
   SegmentParts parts;
-  collective_code(pr, c, k, &parts);
+  parts.body = collective_code(pr, c, k, &parts);
   return parts;
 }
 

@@ -27,6 +27,7 @@
 // (docs/collectives.md "The torus all-reduce").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -120,6 +121,9 @@ void torus_if_it_fits(const Preset&, CollectivePlan& c);
 // vmem_rows); throws DriverError otherwise, for a chip not in the ring, for broadcast and
 // all-to-all (not segments yet), and for a torus plan on members or with a placement.
 std::vector<isa::Instr> collective_segment(const Preset&, const CollectivePlan&, unsigned k);
+// The semaphores a collective's program uses (collectives.cpp), in order; seg::overlapped
+// renumbers them past the compiler's.
+inline constexpr std::array<unsigned, 13> kCollectiveSems = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14};
 // collective_segment's parts: between seg_begin and seg_end come `head` (the hand-shake with the
 // neighbours: the ICI gate's load fence, the ready tokens) and `body`; seg_end takes `drains`
 // (the counts the body leaves). overlapped_segment (segments.h) runs a body beside a compiled layer.

@@ -109,9 +109,6 @@ std::vector<Instr> compute(const Preset& data_preset, const std::vector<MatmulLa
   return code;
 }
 
-// The compiler's semaphores: 1 .. kCompilerSems (docs/compiler.md "Queues and semaphores").
-constexpr unsigned kCompilerSems = 10;
-
 std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& layers, CollectivePlan plan, unsigned k,
                               uint64_t at, compiler::Form form) {
   // VMEM: the collective's buffers at the top of the segment's rows, the layers below them.
@@ -134,19 +131,21 @@ std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& 
   // The collective's semaphores (wait, signal, rsem) onto those past the compiler's by a fixed
   // table, the same on every chip whatever it computes or which of them its part of the collective
   // uses (a chip without rows to compute runs the collective alone, and its neighbours' sends
-  // must name the semaphores it waits on): the collectives use 1-5 and 7-14 (collectives.cpp),
-  // which go to 11-23 in order; the protocol's own (the ready tokens' kSegReady) stay.
+  // must name the semaphores it waits on): kCollectiveSems in order from compiler::kSemaphores + 1;
+  // the protocol's own (the ready tokens' kSegReady) stay.
+  constexpr unsigned kFirst = compiler::kSemaphores + 1;
+  static_assert(kFirst + kCollectiveSems.size() <= isa::build::kSegFirst, "they fit below the protocol's");
   for (const Instr& i : a)
-    if (i.wait > kCompilerSems || i.signal > kCompilerSems)
+    if (i.wait >= kFirst || i.signal >= kFirst)
       throw DriverError("overlapped segment: the compiled layers use a semaphore past the compiler's");
   auto map = [&](unsigned s) -> unsigned {
     if (s == 0 || s >= isa::build::kSegFirst) return s;
-    if (s == 6 || s > 14)
+    const auto it = std::find(kCollectiveSems.begin(), kCollectiveSems.end(), s);
+    if (it == kCollectiveSems.end())
       throw DriverError(fmt::format("overlapped segment: the {} uses semaphore {}, which has no place beside a layer",
                                     collective_name(plan.kind), s));
-    return kCompilerSems + (s < 6 ? s : s - 1);
+    return kFirst + static_cast<unsigned>(it - kCollectiveSems.begin());
   };
-  static_assert(kCompilerSems + 13 < isa::build::kSegFirst, "the collective's 13 fit below the protocol's");
   auto remap = [&](std::vector<Instr>& code) {
     for (Instr& i : code) {
       i.wait = map(i.wait);
@@ -186,11 +185,11 @@ std::vector<Instr> overlapped(const Preset& pr, const std::vector<MatmulLayer>& 
   isa::build::seg_begin(code);
   code.insert(code.end(), b.head.begin(), b.head.end());
   std::vector<size_t> where(a.size() + 1);  // layer instruction i's index in code (|a|: just after the last)
+  // Collective instruction j goes before the layers' first round(j |a| / |b|): the first at once,
+  // then after each its share of the layers.
+  auto share = [&](size_t j) { return (j * a.size() + b.body.size() / 2) / b.body.size(); };
   size_t ib = 0;
   for (size_t i = 0; i <= a.size(); ++i) {
-    // Collective instruction j goes before the layers' first round(j |a| / |b|): the first at once,
-    // then after each its share of the layers.
-    auto share = [&](size_t j) { return (j * a.size() + b.body.size() / 2) / b.body.size(); };
     if (cut[i])
       while (ib < b.body.size() && share(ib) <= i) code.push_back(b.body[ib++]);
     where[i] = code.size();
