@@ -256,6 +256,14 @@ class ChipHarness {
     }
   }
 
+  // HBM only: one stored bit of the beat's burst `burst` flips (bit < 288: a codeword's data or
+  // check bit), a single-bit error that the controller corrects and counts on every read.
+  void flip_hbm_bit(uint64_t beat, unsigned burst, unsigned bit) {
+    static_assert(kHbm, "flip_hbm_bit: the chip has no HBM");
+    const auto a = hbm_place(beat * bursts_per_beat() + burst % bursts_per_beat());
+    dram_->device(a.pc).flip_stored_bit(a.bank, a.row, a.col, bit);
+  }
+
   // HBM counters, summed over the pseudo-channels (empty for the memory model).
   std::map<std::string, uint64_t> hbm_counters() const {
     std::map<std::string, uint64_t> m;

@@ -962,6 +962,38 @@ TEST(Chip, MemoryErrorOnAStoreStopsTheChip) {
                       2);
 }
 
+// On HBM, a single stored bit flipped in every burst of a block: the chip's loads get the right
+// data (the controllers correct each codeword on its way out) and the controllers count one
+// correction per burst read, through the chip's counter ports (RTL only).
+TEST(Chip, SingleBitHbmErrorsAreCorrectedUnderTheChip) {
+  if constexpr (!tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm) {
+    GTEST_SKIP() << "the memory model has no ECC";
+  } else {
+    const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+    std::mt19937_64 rng(seed);
+    tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
+    const unsigned n = preset().mxu.n, bursts = n / 8, loads = 4;
+    const uint32_t beats = std::min<uint32_t>(64, preset().chip.vmem_rows);
+    const uint64_t out = 4 * beats;
+    const auto data = random_words(rng, std::size_t{beats} * n);
+    rtl.write_mem(0, data);
+    for (uint32_t b = 0; b < beats; ++b)
+      for (unsigned k = 0; k < bursts; ++k) rtl.flip_hbm_bit(b, k, static_cast<unsigned>(rng() % 288));
+    // The block is read `loads` times, the last copy stored.
+    std::string text;
+    for (unsigned i = 0; i < loads; ++i) text += fmt::format("dma.ld 0, 0, {}, 1, 1 signal=1\n", beats);
+    text += fmt::format("dma.st 0, {}, {}, 1, 1 wait=1\nhalt\n", out, beats);
+    rtl.load(assemble(text).code);
+    const auto r = rtl.run(1'000'000);
+    ASSERT_TRUE(r.done);
+    ASSERT_EQ(r.err, 0u) << tp::isa::err_name(static_cast<Err>(r.err)) << " at pc " << r.pc;
+    EXPECT_EQ(rtl.read_mem(out, beats), data) << "a corrected read returned other data";
+    const auto c = rtl.hbm_counters();
+    EXPECT_EQ(c.at("hbm_ecc_corrected"), uint64_t{loads} * beats * bursts);
+    EXPECT_EQ(c.at("hbm_ecc_fatal"), 0u);
+  }
+}
+
 // The host's beat access through the chip's memory port agrees with the backdoor both ways, and
 // an address past the end of memory is refused, not sent.
 TEST(Chip, HostBeatAccessThroughTheMemoryPort) {

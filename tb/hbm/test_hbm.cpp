@@ -171,6 +171,29 @@ TEST_F(Hbm, RefreshUnderLoadIsNeverStarved) {
   EXPECT_GE(h_->top().cnt_refreshes_o, 12u);
 }
 
+TEST_F(Hbm, ABankKeptBusyIsStillRefreshed) {
+  // Every request wants one bank, two rows alternating, for 30 refresh intervals: that bank always
+  // has work queued. All-bank refresh postpones and then takes the whole device. Single-bank
+  // refresh takes the idle banks first; once only the busy one is left in the round, the
+  // controller must force it after MaxPostpone refreshes are due (tp_hbm_ctrl's `sb_force`), or the
+  // device model's refresh check (expect_clean) finds the bank starved.
+  const uint64_t cycles = 30ull * cfg_.timing.trefi;
+  const unsigned b = banks() / 2 + 1;
+  // At most one request a cycle: as many as the intervals' cycles keep the bank busy throughout
+  // (the scheduler serves each row's queued requests as hits, then turns to the other row).
+  for (uint64_t i = 0; i < cycles; ++i)
+    h_->queue({false,
+               addr(b, static_cast<unsigned>(i / 4 % 2), static_cast<unsigned>(i % cfg_.columns)),
+               static_cast<unsigned>(i % 16),
+               {},
+               0,
+               0});
+  ASSERT_NO_THROW(h_->run());
+  ASSERT_GE(h_->cycle(), cycles) << "the stream ended before 30 refresh intervals";
+  expect_clean();
+  EXPECT_GT(h_->top().cnt_conflicts_o, cycles / cfg_.timing.trc / 4) << "the rows did not take turns";
+}
+
 TEST_F(Hbm, FewWritesAreNotStarvedByAReadStream) {
   // Fewer writes than the high watermark, then a long stream of row-hit reads: the writes must
   // not wait for the stream to end (the starvation bound turns the read/write mode round).
