@@ -181,13 +181,10 @@ TEST_F(Hbm, ABankKeptBusyIsStillRefreshed) {
   const unsigned b = banks() / 2 + 1;
   // At most one request a cycle: as many as the intervals' cycles keep the bank busy throughout
   // (the scheduler serves each row's queued requests as hits, then turns to the other row).
-  for (uint64_t i = 0; i < cycles; ++i)
-    h_->queue({false,
-               addr(b, static_cast<unsigned>(i / 4 % 2), static_cast<unsigned>(i % cfg_.columns)),
-               static_cast<unsigned>(i % 16),
-               {},
-               0,
-               0});
+  for (uint64_t i = 0; i < cycles; ++i) {
+    const auto row = static_cast<unsigned>(i / 4 % 2), col = static_cast<unsigned>(i % cfg_.columns);
+    h_->queue({false, addr(b, row, col), static_cast<unsigned>(i % 16), {}, 0, 0});
+  }
   ASSERT_NO_THROW(h_->run());
   ASSERT_GE(h_->cycle(), cycles) << "the stream ended before 30 refresh intervals";
   expect_clean();
