@@ -1036,6 +1036,11 @@ TEST(Chip, IciRegistersReadBackAndHoldWhileRunning) {
   EXPECT_EQ(rtl.csr_read(hw::kCsrIciSlice0), slice0);
   EXPECT_EQ(rtl.csr_read(hw::kCsrIciSlice1), slice1);
   for (unsigned p = 0; p < 4; ++p) EXPECT_EQ(rtl.csr_read(fault_csr[p]), faults[p]) << "link " << p;
+  for (unsigned p = 0; p < 4; ++p) {  // every bit of every fault rate both ways
+    rtl.csr_write(fault_csr[p], 0xffffu);
+    EXPECT_EQ(rtl.csr_read(fault_csr[p]), 0xffffu) << "link " << p;
+    rtl.csr_write(fault_csr[p], faults[p]);
+  }
   EXPECT_EQ(rtl.csr_read(hw::kCsrIciStatus) & 1u, 0u) << "a consistent configuration flagged";
   rtl.csr_write(hw::kCsrIciCoord, 3 | (1u << 8));  // x = 3 on a ring of 3
   EXPECT_EQ(rtl.csr_read(hw::kCsrIciStatus) & 1u, 1u) << "x = kx not flagged";

@@ -239,6 +239,28 @@ TEST_F(Ici, RtlFaultHookOnAChosenLink) {
   EXPECT_GT(net.router({2, 2}).cnt_retx_o[0], 0u);
 }
 
+TEST_F(Ici, RtlFaultHookOnEveryLinkFlipsBitsAllOverTheWord) {
+  // Every link's own fault-injection register at about 6 % of its words, under uniform traffic:
+  // the flips land at positions all over the link word (the LFSR picks them: flit, sequence number
+  // and CRC bits alike), every receiver sees CRC errors, and the resends deliver every packet
+  // intact (expect_clean).
+  auto o = opts({4, 4});
+  for (unsigned y = 0; y < 4; ++y)
+    for (unsigned x = 0; x < 4; ++x)
+      for (unsigned p = 0; p < 4; ++p) o.rtl_faults.push_back({Coord{x, y}, p, 4000});
+  Net net(preset_.ici, o);
+  run(net, {Pattern::kUniform, 0.3, 1, 4}, 3000);
+  for (unsigned y = 0; y < 4; ++y)
+    for (unsigned x = 0; x < 4; ++x)
+      for (unsigned p = 0; p < 4; ++p)
+        EXPECT_GT(net.router({x, y}).cnt_faults_o[p], 0u) << x << "," << y << " port " << p;
+  const auto injected = net.sum([](auto& r, unsigned p) { return r.cnt_faults_o[p]; });
+  const auto crc = net.sum([](auto& r, unsigned p) { return r.cnt_crc_err_o[p]; });
+  EXPECT_GT(crc, 0u);
+  EXPECT_LE(crc, injected) << "more CRC errors than flips";
+  fmt::print("{} flips injected, {} CRC errors seen\n", injected, crc);
+}
+
 TEST_F(Ici, SlicesAreIsolated) {
   // 4x4 cut into a 4x2 slice (full ring in X: uses the X wrap link, never the Y one) and two
   // 2x2 slices. Every node also aims traffic at random nodes anywhere: what leaves its slice
