@@ -241,9 +241,9 @@ TEST_F(Ici, RtlFaultHookOnAChosenLink) {
 
 TEST_F(Ici, RtlFaultHookOnEveryLinkFlipsBitsAllOverTheWord) {
   // Every link's own fault-injection register at about 6 % of its words, under uniform traffic:
-  // the flips land at positions all over the link word (the LFSR picks them: flit, sequence number
-  // and CRC bits alike), every receiver sees CRC errors, and the resends deliver every packet
-  // intact (expect_clean).
+  // every link flips bits, at positions all over the link word (the LFSR picks them: flit,
+  // sequence number and CRC bits alike), the receivers catch them as CRC errors (never more than
+  // were flipped), and the resends deliver every packet intact (expect_clean).
   auto o = opts({4, 4});
   for (unsigned y = 0; y < 4; ++y)
     for (unsigned x = 0; x < 4; ++x)
