@@ -564,7 +564,7 @@ class ShardBuilder {
         half.chip.vmem_rows = seg::data_vmem(pr_) / 2 + 1;
         const uint64_t per = seg::reduce_chunks(half, uint64_t{rows} * nb, q).front().second / nb;
         const uint64_t count = per ? std::max<uint64_t>(2, ceil_div(rows, per)) : 0;
-        for (uint64_t j = 0; count && j < count; ++j) {
+        for (uint64_t j = 0; j < count; ++j) {
           const auto a = static_cast<uint32_t>(j * rows / count), e = static_cast<uint32_t>((j + 1) * rows / count);
           rblocks.push_back({a, e - a});
         }

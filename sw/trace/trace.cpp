@@ -31,24 +31,10 @@ void ChipTrace::start(std::span<const isa::Word> code) {
   bins_.clear();
 }
 
-Slice ChipTrace::take(unsigned q, uint32_t pc, uint64_t t) {
+void ChipTrace::take(Slice& s, unsigned q, uint32_t pc, uint64_t t) {
+  // Field by field into s (the open slice itself, for open()): a Slice built on the stack and
+  // copied into the open one stalled on store forwarding, a sixth of the fast model's run.
   Unit& u = units_[q];
-  Slice s;
-  s.pc = pc;
-  s.unit = static_cast<uint8_t>(q);
-  s.start = s.end = t;
-  s.wait = u.pending_wait;
-  s.wait_start = u.pending_wait_start;
-  u.pending_wait = 0;
-  return s;
-}
-
-void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
-  // Field by field into the open slice, as take() does: a Slice built on the stack and copied
-  // here stalled on store forwarding, a sixth of the fast model's run.
-  Unit& u = units_[q];
-  u.open = true;
-  Slice& s = u.cur;
   s.pc = pc;
   s.unit = static_cast<uint8_t>(q);
   s.start = s.end = t;
@@ -58,8 +44,14 @@ void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
   u.pending_wait = 0;
 }
 
+void ChipTrace::open(unsigned q, uint32_t pc, uint64_t t) {
+  units_[q].open = true;
+  take(units_[q].cur, q, pc, t);
+}
+
 void ChipTrace::mark(unsigned q, uint32_t pc, uint64_t t) {
-  const Slice m = take(q, pc, t);
+  Slice m;
+  take(m, q, pc, t);
   if (keep_) slices_.push_back(m);
 }
 

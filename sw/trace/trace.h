@@ -133,8 +133,8 @@ class ChipTrace {
     uint64_t pending_wait = 0, pending_wait_start = 0, last_end = 0;
     uint32_t pending_wait_pc = 0;
   };
-  // A slice for the instruction at pc leaving queue q at t, with the wait it had.
-  Slice take(unsigned q, uint32_t pc, uint64_t t);
+  // s: a slice for the instruction at pc leaving queue q at t, with the wait it had.
+  void take(Slice& s, unsigned q, uint32_t pc, uint64_t t);
   void open(unsigned q, uint32_t pc, uint64_t t);
   void close(unsigned q, uint64_t t);
   // A zero-length slice at t for an instruction that starts nothing in its unit, with its wait.
