@@ -3,7 +3,7 @@
 // own rows of a, b and the vsel mask from VMEM (rows s, s+S, s+2S, ... of each operand), and the
 // sublanes take a group of S consecutive rows together. Operand a from the MXU accumulators
 // comes through the accumulators' single read port, one row per cycle, and is gathered into
-// groups. Each row goes through N lanes of tp_vpu_pkg::vpu_lane (or a reduction across its
+// groups, the next group's first row in the cycle the last group goes on. Each row goes through N lanes of tp_vpu_pkg::vpu_lane (or a reduction across its
 // lanes) into a result register per sublane and from there into VMEM. The pipelined ops (the
 // ISA table's latency 4: vexp, vrcp) go through three stage registers of tp_vpu_pkg::vx_t
 // first (vpu_x1 .. vpu_x4), so a group's result reaches the result registers three cycles
@@ -165,9 +165,12 @@ module tp_vpu
     .ready_i    (acc_pop),
     .data_o     (acc_row)
   );
-  assign acc_pop = busy_q && a_acc_q && acc_valid && (gathered_q < group_size);
+  // A group goes through the lanes (take) in the cycle the next group's first row is gathered:
+  // the lanes read gather_q before the clock edge that overwrites its first row, so the
+  // accumulators stream one row a cycle.
+  assign acc_pop = busy_q && a_acc_q && acc_valid && ((gathered_q < group_size) || take);
   always_ff @(posedge clk_i) begin
-    if (acc_pop) gather_q[gathered_q[SW-1:0]] <= acc_row;
+    if (acc_pop) gather_q[take ? '0 : gathered_q[SW-1:0]] <= acc_row;
   end
 
   // ---- one group through the lanes -----------------------------------------------------------
@@ -322,7 +325,7 @@ module tp_vpu
         end
         if (take) begin
           group_q    <= group_q + 1;
-          gathered_q <= '0;
+          gathered_q <= (SW + 1)'(acc_pop);
         end else if (acc_pop) begin
           gathered_q <= gathered_q + 1;
         end

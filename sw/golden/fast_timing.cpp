@@ -27,8 +27,8 @@
 //    as the reads, holding their queue entries until their column command;
 //  - every unit starts a cycle after its instruction is ready (dispatched, its semaphore count
 //    arrived); the MXU and fences as the dataflow estimate, but mxu.mm's drain is 2n + 2; the
-//    vector unit S rows a cycle, or with operand a from the accumulators S + 1 cycles per group of
-//    S (their one read port);
+//    vector unit S rows a cycle, or with operand a from the accumulators one row a cycle (their
+//    one read port);
 //  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), a lead of a few cycles
 //    before the first flit, and per hop the router's pipeline on top of the link latency.
 // The interpreter runs each queue's instructions atomically in an order of its own, not in time
@@ -362,10 +362,10 @@ class FastTiming final : public ChipTiming {
       default: {  // vector
         // S rows a cycle; operand a from the accumulators comes one row a cycle through their
         // read port and is gathered into groups of S, a group going through the lanes in the
-        // cycle after its last row (S + 1 cycles a group).
+        // cycle the next group's first row arrives (the last group's a cycle after its last row).
         const uint64_t groups = (f.rows + sublanes_ - 1) / sublanes_;
         start = std::max(ready, unit_free_[q]);
-        complete = start + (f.a_acc ? groups * (sublanes_ + 1) : groups) + k_.vec_extra + (isa::latency(in.op) - 1);
+        complete = start + (f.a_acc ? f.rows + 1 : groups) + k_.vec_extra + (isa::latency(in.op) - 1);
         unit_free_[q] = complete;
         break;
       }
