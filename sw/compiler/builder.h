@@ -36,6 +36,17 @@ enum class Queue : uint64_t { load = 0, mxu = 1, vec = 2, store = 3 };
 
 inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+// The next M block's A stream (both forms): its K-tile p goes with the weights of tile Kb + s p
+// of the current block. One K-tile per tile (s = 1) moves Kb (TM + n) beats through the memory
+// port in Kb tiles of TM MXU cycles: more than the port's beat a cycle, so the MXU waited for its
+// weights in that pass. With three passes or more (and the weights Kb >= 4 tiles ahead, so the
+// stream opens in the block's first pass) it goes every other tile: s = 2, over passes 0 to 2.
+inline uint64_t a_stream_spacing(const Tiling& t) { return t.mb >= 2 && t.nb >= 3 && t.kb >= kWeightSlots ? 2 : 1; }
+// The weight tile (of the current block) whose load the next block's K-tile 0 follows: with more
+// K-tiles than weight slots the last of the first pass (the loop nest opens the stream between
+// its part 1 and part 2, with no load-queue fence that could stall the front end), else Kb.
+inline uint64_t a_stream_first(const Tiling& t) { return t.kb > kWeightSlots ? t.kb - 1 : t.kb; }
+
 // One line of the program: an instruction with its comment, or a comment alone; or a label (a
 // branch target: the index of the next instruction). A branch's target field is filled from its
 // `target` label when the program is finished (finish()).
@@ -59,6 +70,60 @@ inline Instr vec(Op op, uint64_t dst, uint64_t a, uint64_t rows, bool a_acc) {
   Instr i = isa::build::vec(op, dst, a, rows, 0, 0);
   i.f.a_acc = a_acc ? 1 : 0;
   return i;
+}
+
+// A group's epilogue, in every form: a vector fence taking OUT_FREE; the first vector instruction
+// (vmov, or vadd with the bias row broadcast, from the accumulators: it waits ACC_FULL and
+// signals ACC_FREE), the in-place ones (vrelu, vcvtbf), the last of them signalling OUT_FULL
+// (with only one, a vector fence does); then the store (waits OUT_FULL, signals OUT_FREE). With
+// chunks > 1 (a layer's last group, whose epilogue no MXU work hides) the rows go in that many
+// chunks, each through the vector unit and then stored, so that the stores overlap the vector
+// work: the first chunk takes ACC_FULL, the last gives ACC_FREE and OUT_FREE, each gives and
+// takes one OUT_FULL. The templates' address fields (immediates on top of their registers) move
+// by the chunk's first row (the store's HBM beat by that times its stride), and their rows
+// become the chunk's.
+struct Epilogue {
+  Instr first, store;
+  std::string free_text, first_text, store_text;
+  std::vector<std::pair<Instr, std::string>> in_place;
+};
+// The last group's chunks: two from 128 rows, else one. The store DMA runs one store at a time
+// and each waits for its acknowledgements (the memory's latency) before the next starts, so the
+// tail is about the first chunk's vector work + every row's store + a latency per chunk: at 128
+// rows on the memory model (latency 22) two chunks take it from 284 to about 241 cycles, four
+// to 257; with fewer rows chunks cost more than they overlap.
+inline unsigned last_epilogue_chunks(uint64_t rows) { return rows >= 128 ? 2 : 1; }
+template <class Emit>
+void emit_epilogue(Emit&& emit, const Epilogue& e, uint64_t rows, unsigned chunks) {
+  emit(fence(Queue::vec, kOutFree, 0), e.free_text);
+  for (unsigned c = 0; c < chunks; ++c) {
+    const uint64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+    const std::string part = chunks == 1 ? "" : fmt::format(" (rows {}..{})", r0, r1 - 1);
+    auto at = [&](Instr i, bool store) {
+      if (chunks == 1) return i;
+      i.f.rows = r1 - r0;
+      i.f.rows_r = 0;
+      if (store) {
+        i.f.vaddr += r0;
+        i.f.haddr += r0 * i.f.hstride;
+      } else {
+        i.f.dst += r0;
+        i.f.a += r0;
+      }
+      return i;
+    };
+    std::vector<std::pair<Instr, std::string>> ops{{at(e.first, false), e.first_text + part}};
+    if (c > 0) ops[0].first.wait = 0;
+    if (c + 1 < chunks) ops[0].first.signal = 0;
+    for (const auto& [i, text] : e.in_place) ops.push_back({at(i, false), text});
+    if (ops.size() > 1) ops.back().first.signal = kOutFull;
+    for (const auto& [i, text] : ops) emit(i, text);
+    if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull), std::string{});
+    Instr st = at(e.store, true);
+    st.wait = kOutFull;
+    st.signal = c + 1 < chunks ? 0 : kOutFree;
+    emit(st, e.store_text + part);
+  }
 }
 
 // W's beats from one K-tile to the next (nb column tiles), and one weight tile's dma.ld into VMEM

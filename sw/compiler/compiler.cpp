@@ -263,13 +263,16 @@ class Builder {
         item.lines.push_back(
             {w_load(p_, l, t.nb, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * w_kstep(p_, l, t.nb) + nb),
              fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
-        // The next block's K-tiles, one per weight tile once this block's first pass is out (so
-        // its A_FULL counts come after this block's, and no long run of loads fills the load
-        // queue and stalls the front end); whatever is left goes with the block's last tile.
-        if (mb + 1 < t.mb && i >= t.kb) {
-          const uint64_t upto = i + 1 == tiles_per_block ? t.kb - 1 : std::min<uint64_t>(i - t.kb, t.kb - 1);
-          for (uint64_t p = i - t.kb; p <= upto && p < t.kb; ++p) a_tile(item.lines, mb + 1, p);
-          if (i == t.kb) item.after_afree = mb;  // the block's first K-tile waits A_FREE of block mb - 1
+        // The next block's K-tiles, one per s weight tiles (a_stream_spacing) from the first pass's
+        // last weight tile (a_stream_first; so its A_FULL counts come after this block's, and no long run of
+        // loads fills the load queue and stalls the front end); whatever is left goes with the
+        // block's last tile.
+        const uint64_t first = a_stream_first(t);
+        if (mb + 1 < t.mb && i >= first) {
+          const uint64_t s = a_stream_spacing(t), from = ceil_div(i - first, s);
+          const uint64_t upto = i + 1 == tiles_per_block ? t.kb - 1 : std::min<uint64_t>((i - first) / s, t.kb - 1);
+          for (uint64_t p = from; p <= upto && p < t.kb; ++p) a_tile(item.lines, mb + 1, p);
+          if (i == first) item.after_afree = mb;  // the block's first K-tile waits A_FREE of block mb - 1
         } else if (mb + 1 < t.mb && i + 1 == tiles_per_block) {  // one pass only (nb = 1)
           for (uint64_t p = 0; p < t.kb; ++p) a_tile(item.lines, mb + 1, p);
           item.after_afree = mb;
@@ -293,30 +296,29 @@ class Builder {
     };
 
     bool first_epilogue = true;
-    auto epilogue = [&](uint64_t g) {
+    // chunked: the layer's last group (emit_epilogue).
+    auto epilogue = [&](uint64_t g, bool chunked) {
       const uint64_t mb = g / t.nb, nb = g % t.nb, rows = block_rows(mb), buf = lay.out_buf[g % 2];
       if (first_epilogue && l.bias) emit(fence(Queue::vec, kBias, 0), "bias row loaded");
       first_epilogue = false;
-      emit(fence(Queue::vec, kOutFree, 0),
-           g >= 2 ? fmt::format("OUT[{}] free: the store of group {} is complete", g % 2, g - 2)
-                  : fmt::format("OUT[{}] free (initial token)", g % 2));
-      Instr first = vec(l.bias ? Op::vadd : Op::vmov, buf, lay.acc_buf[g % 2], rows, true);
+      Epilogue e;
+      e.free_text = g >= 2 ? fmt::format("OUT[{}] free: the store of group {} is complete", g % 2, g - 2)
+                           : fmt::format("OUT[{}] free (initial token)", g % 2);
+      e.first = vec(l.bias ? Op::vadd : Op::vmov, buf, lay.acc_buf[g % 2], rows, true);
       if (l.bias) {
-        first.f.b = lay.bias_buf + nb;
-        first.f.b_bcast = 1;
+        e.first.f.b = lay.bias_buf + nb;
+        e.first.f.b_bcast = 1;
       }
-      first.wait = kAccFull;
-      first.signal = kAccFree;
-      std::vector<std::pair<Instr, std::string>> ops;
-      ops.push_back({first, fmt::format("block {} cols tile {}: ACC[{}]{} -> OUT[{}]", mb, nb, g % 2,
-                                        l.bias ? " + bias" : "", g % 2)});
-      if (l.relu) ops.push_back({vec(Op::vrelu, buf, buf, rows, false), "relu"});
-      if (l.out_bf16) ops.push_back({vec(Op::vcvtbf, buf, buf, rows, false), "to bf16"});
-      if (ops.size() > 1) ops.back().first.signal = kOutFull;
-      for (const auto& [ins, text] : ops) emit(ins, text);
-      if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull), "");
-      emit(dma(Op::dma_st, buf, l.c.beat + mb * t.tm * t.nb + nb, rows, 1, t.nb, kOutFull, kOutFree),
-           fmt::format("C rows {}..{}, cols tile {}", mb * t.tm, mb * t.tm + rows - 1, nb));
+      e.first.wait = kAccFull;
+      e.first.signal = kAccFree;
+      e.first_text =
+          fmt::format("block {} cols tile {}: ACC[{}]{} -> OUT[{}]", mb, nb, g % 2, l.bias ? " + bias" : "", g % 2);
+      if (l.relu) e.in_place.push_back({vec(Op::vrelu, buf, buf, rows, false), "relu"});
+      if (l.out_bf16) e.in_place.push_back({vec(Op::vcvtbf, buf, buf, rows, false), "to bf16"});
+      e.store = dma(Op::dma_st, buf, l.c.beat + mb * t.tm * t.nb + nb, rows, 1, t.nb, kOutFull, kOutFree);
+      e.store_text = fmt::format("C rows {}..{}, cols tile {}", mb * t.tm, mb * t.tm + rows - 1, nb);
+      emit_epilogue([&](const Instr& i, std::string text) { emit(i, std::move(text)); }, e, rows,
+                    chunked ? last_epilogue_chunks(rows) : 1);
     };
 
     drain();
@@ -348,7 +350,7 @@ class Builder {
         mm.wait = kb == 0 ? kAccFree : (nb == 0 && !pair_loaded ? kAFull : 0);
         mm.signal = kb + 1 == t.kb ? kAccFull : 0;
         emit(mm, fmt::format("A[{}] K-tile {} -> ACC[{}]{}", mb % 2, kb, g % 2, kb > 0 ? " (accumulate)" : ""));
-        if (kb == 0 && g > 0) epilogue(g - 1);
+        if (kb == 0 && g > 0) epilogue(g - 1, false);
         if (i + 1 == tiles_per_block) {
           emit(fence(Queue::mxu, 0, kAFree), fmt::format("A[{}] read by every mm", mb % 2));
           ++afree_done;
@@ -356,7 +358,7 @@ class Builder {
         drain();
       }
     }
-    epilogue(uint64_t{t.mb} * t.nb - 1);
+    epilogue(uint64_t{t.mb} * t.nb - 1, true);
     if (next_load != loads.size()) throw std::logic_error("compiler: loads left over at the end of a layer");
     if (!last) emit(fence(Queue::store, 0, kLayer), "barrier: this layer's stores are complete");
   }

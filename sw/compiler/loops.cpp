@@ -27,7 +27,8 @@
 // whose column two registers follow. The A tiles (K-tiles of a block) come from a third stream,
 // a counter of A loads left, one per tile: the first block's first K-tiles go in the layer's
 // prologue and its others in pass 0, each before its weights; the next block's where unrolled
-// has them (open_stream, far_open, next_block_a). The first K-tile of a block takes A_FREE, which
+// has them (open_stream, far_open, next_block_a), with three passes or more every other tile
+// (a_stream_spacing: a counter of tiles left, loading on even counts). The first K-tile of a block takes A_FREE, which
 // the A_FREE fence at the end of block mb - 1 gives, already emitted; so every wait is still
 // covered by signals earlier in program order, and the program cannot deadlock at any queue
 // depth.
@@ -39,7 +40,7 @@
 //     (vector ops and store, one group late as in the unrolled form); then its loads;
 //   tiles 1 .. Kb - 2: the part-1 and part-2 loops (`loop`), each in up to three copies chosen by
 //     one branch per pass: pass 0 (mm takes A_FULL; the A stream may run), pass 1 (the stream
-//     may run), the others (no stream check);
+//     may run; with the stream every other tile, passes 1 and 2), the others (no stream check);
 //   tile Kb - 1: its mm signals ACC_FULL; the group's registers saved for its epilogue and the
 //     next group's buffers (before the tile's loads, so that no scalar work waits behind a load
 //     that waits for a queue slot);
@@ -254,6 +255,7 @@ class LoopBuilder {
     mb_ = t.mb;
     tm_ = t.tm;
     d_ = std::min<uint64_t>(kWeightSlots, kb_);
+    spread_ = a_stream_spacing(t);
     const uint64_t last_rows = l.m - (mb_ - 1) * tm_;
     last_rows_ = last_rows;
     const uint64_t rows0 = mb_ == 1 ? last_rows : tm_;
@@ -369,7 +371,7 @@ class LoopBuilder {
     const size_t pass_last = line();
     label(layer_done);
     comment("the last group's epilogue");
-    epilogue();
+    epilogue(true);
     if (!last) emit(fence(Queue::store, 0, kLayer), "barrier: this layer's stores are complete");
     // Each basic block reordered so that scalar instructions pair with the one before them.
     schedule_pairs(lines_, layer_first, line());
@@ -418,30 +420,30 @@ class LoopBuilder {
     emit(mm, fmt::format("A K-tile {} -> ACC[{}]{}", kb, g_mod4 % 2, kb > 0 ? " (accumulate)" : ""));
   }
 
-  // The epilogue of the group whose C beat is R[sG] + off from c (g mod 2 = parity).
-  void short_epilogue(uint64_t parity, int64_t off) {
+  // The epilogue of the group whose C beat is R[sG] + off from c (g mod 2 = parity); chunked: the
+  // layer's last group (emit_epilogue).
+  void short_epilogue(uint64_t parity, int64_t off, bool chunked = false) {
     const MatmulLayer& l = *l_;
     const uint64_t out = lay_.out_buf[parity];
-    emit(fence(Queue::vec, kOutFree, 0), fmt::format("OUT[{}] is free", parity));
-    Instr first = vec(l.bias ? Op::vadd : Op::vmov, out, lay_.acc_buf[parity], l.m, true);
+    Epilogue e;
+    e.free_text = fmt::format("OUT[{}] is free", parity);
+    e.first = vec(l.bias ? Op::vadd : Op::vmov, out, lay_.acc_buf[parity], l.m, true);
     if (l.bias) {
-      first.f.b_r = sG;
-      first.f.b = static_cast<uint64_t>(static_cast<int64_t>(lay_.bias_buf) + off);
-      first.f.b_bcast = 1;
+      e.first.f.b_r = sG;
+      e.first.f.b = static_cast<uint64_t>(static_cast<int64_t>(lay_.bias_buf) + off);
+      e.first.f.b_bcast = 1;
     }
-    first.wait = kAccFull;
-    first.signal = kAccFree;
-    std::vector<std::pair<Instr, std::string>> ops;
-    ops.push_back({first, fmt::format("ACC[{}]{} -> OUT[{}]", parity, l.bias ? " + bias" : "", parity)});
-    if (l.relu) ops.push_back({vec(Op::vrelu, out, out, l.m, false), "relu"});
-    if (l.out_bf16) ops.push_back({vec(Op::vcvtbf, out, out, l.m, false), "to bf16"});
-    if (ops.size() > 1) ops.back().first.signal = kOutFull;
-    for (const auto& [ins, text] : ops) emit(ins, text);
-    if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull));
-    Instr st = dma(Op::dma_st, out, static_cast<uint64_t>(static_cast<int64_t>(l.c.beat) + off), l.m, 1, nb_, kOutFull,
-                   kOutFree);
-    st.f.haddr_r = sG;
-    emit(st, "C rows of the group");
+    e.first.wait = kAccFull;
+    e.first.signal = kAccFree;
+    e.first_text = fmt::format("ACC[{}]{} -> OUT[{}]", parity, l.bias ? " + bias" : "", parity);
+    if (l.relu) e.in_place.push_back({vec(Op::vrelu, out, out, l.m, false), "relu"});
+    if (l.out_bf16) e.in_place.push_back({vec(Op::vcvtbf, out, out, l.m, false), "to bf16"});
+    e.store = dma(Op::dma_st, out, static_cast<uint64_t>(static_cast<int64_t>(l.c.beat) + off), l.m, 1, nb_, kOutFull,
+                  kOutFree);
+    e.store.f.haddr_r = sG;
+    e.store_text = "C rows of the group";
+    emit_epilogue([&](const Instr& i, std::string text) { emit(i, std::move(text)); }, e, l.m,
+                  chunked ? last_epilogue_chunks(l.m) : 1);
   }
 
   // The weight load after tile kb of a group: tile j + 4, that is K-tile (kb + 4) mod Kb of the
@@ -527,12 +529,12 @@ class LoopBuilder {
         bodies.push_back({body, line()});
         comment("the last group");
         emit(fence(Queue::mxu, 0, kAFree), "the A block read by every mm");
-        short_epilogue(c % 2, c);
+        short_epilogue(c % 2, c, true);
         if (c < 3) jump(done);
       }
     } else {
       emit(fence(Queue::mxu, 0, kAFree), "the A block read by every mm");
-      short_epilogue(0, 0);
+      short_epilogue(0, 0, true);
     }
     label(done);
     const size_t loop_last = line();
@@ -591,9 +593,9 @@ class LoopBuilder {
   }
 
   // With several passes, the next block's A stream opens in a block's first pass where its weight
-  // loads reach the next pass (part 2), so that its K-tile p goes with the weights of tile Kb + p,
-  // as unrolled; a fence in the load queue takes A_FREE before its first load. Not in the last
-  // block.
+  // loads reach the next pass (part 2): its K-tile 0, which takes A_FREE, goes right after the
+  // weights of tile Kb - 1 (the last part-1 tile's), and K-tile p with those of tile Kb - 1 +
+  // spread_ p, as unrolled (a_stream_first). Not in the last block.
   // tile0: the stream opens at tile 0 (Kb <= D): the first load itself takes A_FREE, right after
   // tile 0's weights, and the code goes on at `done`; otherwise the code falls through to the
   // tile's loads.
@@ -603,7 +605,6 @@ class LoopBuilder {
     branch(Op::bne, rNb, 0, no_open);
     branch_eq_const(rMb, static_cast<int64_t>(mb_ - 1), no_open);
     comment("open the next block's A stream");
-    if (!tile0) emit(fence(Queue::load, kAFree, 0), "the next block's A buffer is free");
     sub(rAvS, rAbufSum, rAbuf, "the next block's buffer");
     addi(rAh, rAblk, static_cast<int64_t>(tm_ * kb_), "the next block's first beat");
     li(rAr, static_cast<int64_t>(tm_));
@@ -614,10 +615,11 @@ class LoopBuilder {
     if (tile0) {
       loads(2, false);
       stream_load(kAFree, "A stream: the next block's K-tile 0");
-      li(rAL, static_cast<int64_t>(kb_ - 1), "one per tile from here");
+      li(rAL, static_cast<int64_t>(spread_ * (kb_ - 1)), spread_ == 1 ? "one per tile from here" : "tiles left");
       jump(done);
-    } else {
-      li(rAL, static_cast<int64_t>(kb_), "one per tile from here");
+    } else {  // after the last part-1 tile's weights (a_stream_first)
+      stream_load(kAFree, "A stream: the next block's K-tile 0");
+      li(rAL, static_cast<int64_t>(spread_ * (kb_ - 1)), spread_ == 1 ? "one per tile from here" : "tiles left");
     }
     label(no_open);
   }
@@ -638,10 +640,10 @@ class LoopBuilder {
   // pass where the A stream may run) the A stream's next K-tile. Tile j + 4's slot is tile j's,
   // which its mxu.lw has just read (W_FREE): the load uses rWs before it steps on.
   void loads(int part, bool stream, bool a_first = false) {
-    if (stream && a_first) stream_part();
+    if (stream && a_first) stream_part(true);
     if (far_) {
       far_load();
-      if (stream && !a_first) stream_part();
+      if (stream && !a_first) stream_part(false);
       return;
     }
     Instr w = w_load(p_, *l_, nb_, 0, 0);
@@ -652,7 +654,7 @@ class LoopBuilder {
     emit(w, part == 1 ? "W tile D ahead" : "W tile of the next pass");
     addi(part == 1 ? rWh : rWh2, part == 1 ? rWh : rWh2, static_cast<int64_t>(wk_));
     if (part == 2) label(skip);
-    if (stream && !a_first) stream_part();
+    if (stream && !a_first) stream_part(false);
   }
   // With Kb < 4, the weights of tile j + 4 (as unrolled), after tile j = kb_now_ of its pass: K-tile
   // (kb + 4) mod Kb of the pass delta = (kb + 4) / Kb ahead, into the slot tile j has just read;
@@ -716,13 +718,27 @@ class LoopBuilder {
   }
 
   // The A stream's next K-tile, if any is left. The first block's own (its first pass, part 1)
-  // goes just before the weight tile that first uses it (a_first, as unrolled); the next block's
-  // after the tile's weights.
-  void stream_part() {
+  // goes just before the weight tile that first uses it (a_first, as unrolled), one per tile;
+  // the next block's after the tile's weights, one every spread_ tiles (a_stream_spacing): with
+  // spread_ 2, R[rAL] counts the stream's tiles left, and a tile loads when it leaves an even
+  // count (bit 0 shifted to bit 31 is zero).
+  void stream_part(bool a_first) {
     const std::string none = fresh("noa");
     branch(Op::beq, rAL, 0, none);
-    stream_load(0, "A stream: next K-tile");
-    addi(rAL, rAL, -1);
+    if (spread_ == 1 || a_first) {
+      stream_load(0, "A stream: next K-tile");
+      addi(rAL, rAL, -1);
+    } else {
+      addi(rAL, rAL, -1);
+      Instr odd;
+      odd.op = Op::slli;
+      odd.f.rd = rT;
+      odd.f.rs1 = rAL;
+      odd.f.simm = 31;
+      emit(odd, "an odd count of tiles left: no load here");
+      branch(Op::bne, rT, 0, none);
+      stream_load(0, "A stream: next K-tile");
+    }
     label(none);
   }
   // Tile 0's loads: in a block's first pass the A stream (the first block's) before the weights,
@@ -779,7 +795,8 @@ class LoopBuilder {
     tile0_loads(kb_ > d_ ? 1 : 2);
     slot_advance();
     // Tiles 1 .. Kb-2 in their parts (part 1 while kb < Kb - D), each loop in one copy per kind of
-    // pass: 0 (its mm takes A_FULL; the A stream may run), 1 (the stream may run), the others.
+    // pass: 0 (its mm takes A_FULL; the A stream may run), 1 (the stream may run; with
+    // spread_ 2, passes 1 and 2), the others.
     const uint64_t split = kb_ - d_;
     if (kb_ > 2) {
       const uint64_t lo1 = 1, hi1 = std::max<uint64_t>(1, split);
@@ -799,7 +816,14 @@ class LoopBuilder {
           if (kind > 0) label(next);
           next = fresh("kind");
           if (kind == 0 && kinds > 1) branch(Op::bne, rNb, 0, next);
-          if (kind == 1 && kinds > 2) branch_ne_const(rNb, 1, next);
+          if (kind == 1 && kinds > 2) {
+            if (spread_ == 1) {
+              branch_ne_const(rNb, 1, next);
+            } else {  // the stream runs to pass spread_
+              addi(rT, rNb, -static_cast<int64_t>(spread_ + 1));
+              branch(Op::bge, rT, 0, next);
+            }
+          }
           const std::string top = fresh("tile");
           Copy c;
           c.first = line();
@@ -896,38 +920,38 @@ class LoopBuilder {
   }
 
   // The previous group's epilogue: accumulators (+ bias) (ReLU) (-> bf16) into its output buffer,
-  // then its store.
-  void epilogue() {
+  // then its store. last: the layer's last group, after the loop: its rows are the last block's,
+  // and it goes in chunks (emit_epilogue).
+  void epilogue(bool last = false) {
     const MatmulLayer& l = *l_;
-    emit(fence(Queue::vec, kOutFree, 0), "the output buffer is free");
-    Instr first = vec(l.bias ? Op::vadd : Op::vmov, 0, 0, 0, true);
-    first.f.dst_r = rPOut;
-    first.f.a_r = rPAcc;
-    first.f.rows_r = rPRows;
+    Epilogue e;
+    e.free_text = "the output buffer is free";
+    e.first = vec(l.bias ? Op::vadd : Op::vmov, 0, 0, 0, true);
+    e.first.f.dst_r = rPOut;
+    e.first.f.a_r = rPAcc;
+    e.first.f.rows_r = rPRows;
     if (l.bias) {
-      first.f.b_r = rPB;
-      first.f.b_bcast = 1;
+      e.first.f.b_r = rPB;
+      e.first.f.b_bcast = 1;
     }
-    first.wait = kAccFull;
-    first.signal = kAccFree;
-    std::vector<std::pair<Instr, std::string>> ops;
-    ops.push_back({first, l.bias ? "ACC + bias -> OUT" : "ACC -> OUT"});
+    e.first.wait = kAccFull;
+    e.first.signal = kAccFree;
+    e.first_text = l.bias ? "ACC + bias -> OUT" : "ACC -> OUT";
     auto in_place = [&](Op op) {
       Instr i = vec(op, 0, 0, 0, false);
       i.f.dst_r = i.f.a_r = rPOut;
       i.f.rows_r = rPRows;
       return i;
     };
-    if (l.relu) ops.push_back({in_place(Op::vrelu), "relu"});
-    if (l.out_bf16) ops.push_back({in_place(Op::vcvtbf), "to bf16"});
-    if (ops.size() > 1) ops.back().first.signal = kOutFull;
-    for (const auto& [ins, text] : ops) emit(ins, text);
-    if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull));
-    Instr st = dma(Op::dma_st, 0, 0, 0, 1, nb_, kOutFull, kOutFree);
-    st.f.vaddr_r = rPOut;
-    st.f.haddr_r = rPC;
-    st.f.rows_r = rPRows;
-    emit(st, "C rows of the group");
+    if (l.relu) e.in_place.push_back({in_place(Op::vrelu), "relu"});
+    if (l.out_bf16) e.in_place.push_back({in_place(Op::vcvtbf), "to bf16"});
+    e.store = dma(Op::dma_st, 0, 0, 0, 1, nb_, kOutFull, kOutFree);
+    e.store.f.vaddr_r = rPOut;
+    e.store.f.haddr_r = rPC;
+    e.store.f.rows_r = rPRows;
+    e.store_text = "C rows of the group";
+    emit_epilogue([&](const Instr& i, std::string text) { emit(i, std::move(text)); }, e, last ? last_rows_ : 0,
+                  last ? last_epilogue_chunks(last_rows_) : 1);
   }
 
   const Preset& p_;
@@ -951,7 +975,8 @@ class LoopBuilder {
   const MatmulLayer* l_ = nullptr;
   Layout lay_{};
   uint64_t n_ = 0, kb_ = 0, nb_ = 0, mb_ = 0, tm_ = 0, d_ = 0;
-  uint64_t wk_ = 0;  // W's beats from one K-tile to the next (w_kstep)
+  uint64_t spread_ = 1;  // the next block's A stream: a K-tile every spread_ tiles (a_stream_spacing)
+  uint64_t wk_ = 0;      // W's beats from one K-tile to the next (w_kstep)
 };
 
 }  // namespace

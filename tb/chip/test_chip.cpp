@@ -1155,6 +1155,16 @@ TEST_P(ChipMatmul, RandomShapes) {
   }
 }
 
+// A layer's last group goes through the vector unit and out to memory in two chunks from 128
+// rows (compiler::detail::last_epilogue_chunks): 256 rows with a bias and ReLU, whose last M
+// block has 128 rows or more where the accumulators allow it (tiny, small; not odd or wide).
+TEST_P(ChipMatmul, LastGroupInChunks) {
+  auto chip = rtl_chip();
+  const uint32_t n = chip->lanes();
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  expect_pass(tp::driver::run_matmul(*chip, {256, n + 3, 2 * n + 1, true, true, GetParam()}, seed));
+}
+
 TEST_P(ChipMatmul, Mlp) {
   auto chip = rtl_chip();
   const uint32_t n = chip->lanes();
