@@ -28,10 +28,10 @@
 // a counter of A loads left, one per tile: the first block's first K-tiles go in the layer's
 // prologue and its others in pass 0, each before its weights; the next block's where unrolled
 // has them (open_stream, far_open, next_block_a), with three passes or more every other tile
-// (a_stream_spacing: a counter of tiles left, loading on even counts). The first K-tile of a block takes A_FREE, which
-// the A_FREE fence at the end of block mb - 1 gives, already emitted; so every wait is still
-// covered by signals earlier in program order, and the program cannot deadlock at any queue
-// depth.
+// (a_stream_spacing: a counter of tiles left, loading on even counts). The first K-tile of a
+// block takes A_FREE, which the A_FREE fence at the end of block mb - 1 gives, already emitted;
+// so every wait is still covered by signals earlier in program order, and the program cannot
+// deadlock at any queue depth.
 //
 // Loops. One pass loop (a pass: one column tile of one M block, one accumulator group), entered
 // after tile 0's epilogue (the first pass's tile 0 is written before it), holds:
@@ -612,15 +612,10 @@ class LoopBuilder {
     branch_ne_const(rMb, static_cast<int64_t>(mb_ - 2), full);
     li(rAr, static_cast<int64_t>(last_rows_), "the next block is the last");
     label(full);
-    if (tile0) {
-      loads(2, false);
-      stream_load(kAFree, "A stream: the next block's K-tile 0");
-      li(rAL, static_cast<int64_t>(spread_ * (kb_ - 1)), spread_ == 1 ? "one per tile from here" : "tiles left");
-      jump(done);
-    } else {  // after the last part-1 tile's weights (a_stream_first)
-      stream_load(kAFree, "A stream: the next block's K-tile 0");
-      li(rAL, static_cast<int64_t>(spread_ * (kb_ - 1)), spread_ == 1 ? "one per tile from here" : "tiles left");
-    }
+    if (tile0) loads(2, false);  // else after the last part-1 tile's weights (a_stream_first)
+    stream_load(kAFree, "A stream: the next block's K-tile 0");
+    li(rAL, static_cast<int64_t>(spread_ * (kb_ - 1)), spread_ == 1 ? "one per tile from here" : "tiles left");
+    if (tile0) jump(done);
     label(no_open);
   }
 
