@@ -3,12 +3,12 @@
 // own rows of a, b and the vsel mask from VMEM (rows s, s+S, s+2S, ... of each operand), and the
 // sublanes take a group of S consecutive rows together. Operand a from the MXU accumulators
 // comes through the accumulators' single read port, one row per cycle, and is gathered into
-// groups, the next group's first row in the cycle the last group goes on. Each row goes through N lanes of tp_vpu_pkg::vpu_lane (or a reduction across its
-// lanes) into a result register per sublane and from there into VMEM. The pipelined ops (the
-// ISA table's latency 4: vexp, vrcp) go through three stage registers of tp_vpu_pkg::vx_t
-// first (vpu_x1 .. vpu_x4), so a group's result reaches the result registers three cycles
-// later; the stages move together, when the result registers are free. The instruction is
-// complete when its last row is written.
+// groups, the next group's first row in the cycle the last group goes on. Each row goes through
+// N lanes of tp_vpu_pkg::vpu_lane (or a reduction across its lanes) into a result register per
+// sublane and from there into VMEM. The pipelined ops (the ISA table's latency 4: vexp, vrcp)
+// go through three stage registers of tp_vpu_pkg::vx_t first (vpu_x1 .. vpu_x4), so a group's
+// result reaches the result registers three cycles later; the stages move together, when the
+// result registers are free. The instruction is complete when its last row is written.
 module tp_vpu
   import tp_isa_pkg::*;
 #(

@@ -263,10 +263,10 @@ class Builder {
         item.lines.push_back(
             {w_load(p_, l, t.nb, lay.w_slot0 + (j % kWeightSlots) * n, l.w.beat + kb * w_kstep(p_, l, t.nb) + nb),
              fmt::format("W tile (k {}, n {}) -> slot {}", kb, nb, j % kWeightSlots)});
-        // The next block's K-tiles, one per s weight tiles (a_stream_spacing) from the first pass's
-        // last weight tile (a_stream_first; so its A_FULL counts come after this block's, and no long run of
-        // loads fills the load queue and stalls the front end); whatever is left goes with the
-        // block's last tile.
+        // The next block's K-tiles, one per s weight tiles (a_stream_spacing) from the first
+        // pass's last weight tile (a_stream_first; so its A_FULL counts come after this block's,
+        // and no long run of loads fills the load queue and stalls the front end); whatever is
+        // left goes with the block's last tile.
         const uint64_t first = a_stream_first(t);
         if (mb + 1 < t.mb && i >= first) {
           const uint64_t s = a_stream_spacing(t), from = ceil_div(i - first, s);
