@@ -7,8 +7,9 @@
 // chip; a `calibration` entry per program gives both cycle counts and the relative error (and the
 // golden backend's dataflow estimate and its error, for comparison), a
 // `speed` entry the simulated cycles per second of the three (wall time of Chip::run alone, in
-// one process, so the ratios are measured in one run; a backend whose run took less than 50 ms
-// runs the program again on fresh chips until 50 ms have passed, `*_runs` saying how often).
+// one process, so the ratios are measured in one run; the three are timed in three interleaved
+// rounds, each backend running the program again on fresh chips until 50 ms of its runs have
+// passed and at least once a round, `*_runs` saying how often).
 // Every RTL and fast run is checked bit-exact against the host reference.
 //
 // --part pod: one pod of configs/pods.json (v2-pod, v3-pod) on the fast backend: an all-reduce of
@@ -93,8 +94,9 @@ std::vector<Program> chip_programs(const tp::Preset& p, const std::vector<uint32
   return progs;
 }
 
-constexpr double kMinSeconds = 0.05;  // Chip::run time a speed is measured over (at least one run)
-constexpr unsigned kMaxRuns = 2000;
+constexpr double kMinSeconds = 0.05;  // Chip::run time a speed is measured over (at least one run a round)
+constexpr unsigned kRounds = 3;       // interleaved rounds of the three backends' runs
+constexpr unsigned kMaxRuns = 6000;
 
 int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_t>& sizes, unsigned random_programs,
               uint64_t seed, const std::string& out) {
@@ -115,38 +117,45 @@ int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_
         continue;
       }
       const double err = (double(f.cycles) - double(r.cycles)) / double(r.cycles);
-      // A short run's wall time is noise (tens of microseconds on the fast model): each backend
-      // runs the program again on fresh chips until kMinSeconds of Chip::run have passed, and
-      // its speed is their cycles over that time.
+      // A short run's wall time is noise (tens of microseconds on the fast model), and the shared
+      // machine's speed drifts by a factor of up to two over seconds: the three backends are timed
+      // in kRounds interleaved rounds, each running the program again on fresh chips until
+      // kMinSeconds / kRounds of its Chip::run time have passed in the round (at least once), so
+      // that all three see the same stretch of the machine's time; a speed is the cycles over the
+      // time of all its runs (the first, checked above, included).
       struct Speed {
-        double per_s = 0;
+        uint64_t cycles = 0;
+        double secs = 0;
         unsigned runs = 0;
+        double per_s() const { return secs > 0 ? double(cycles) / secs : 0.0; }
       };
-      const auto speed = [&](const tp::driver::MatmulRun& first, const auto& open, bool data) {
-        double secs = first.run_seconds;
-        uint64_t cycles = first.cycles;
-        unsigned runs = 1;
-        for (; secs < kMinSeconds && runs < kMaxRuns; ++runs) {
+      Speed rs{r.cycles, r.run_seconds, 1}, fs{f.cycles, f.run_seconds, 1}, ts{t.cycles, t.run_seconds, 1};
+      const auto round = [&](Speed& sp, unsigned k, const auto& open, bool data) {
+        const double until = kMinSeconds * k / kRounds;
+        while (sp.runs < kMaxRuns && (sp.secs < until || sp.runs < k)) {
           const auto m = prog.run(*open());
           if (data ? !m.pass : !m.status.ok()) {  // every run checked, as the first
-            fmt::print(stderr, "scale_bench: {} on {}: run {} failed\n", prog.name, name, runs + 1);
-            ok = false;
-            break;
+            fmt::print(stderr, "scale_bench: {} on {}: run {} failed\n", prog.name, name, sp.runs + 1);
+            return false;
           }
-          secs += m.run_seconds;
-          cycles += m.cycles;
+          sp.secs += m.run_seconds;
+          sp.cycles += m.cycles;
+          ++sp.runs;
         }
-        return Speed{secs > 0 ? double(cycles) / secs : 0.0, runs};
+        return true;
       };
-      const Speed rs = speed(
-          r, [&] { return Chip::open(name, Backend::rtl); }, true);
-      const Speed fs = speed(
-          f, [&] { return Chip::open(name, Backend::fast); }, true);
-      const Speed ts = speed(
-          t, [&] { return tp::driver::make_golden_chip(p, true, true); }, false);
+      bool timed = true;
+      for (unsigned k = 1; timed && k <= kRounds; ++k)
+        timed = round(
+                    rs, k, [&] { return Chip::open(name, Backend::rtl); }, true) &&
+                round(
+                    fs, k, [&] { return Chip::open(name, Backend::fast); }, true) &&
+                round(
+                    ts, k, [&] { return tp::driver::make_golden_chip(p, true, true); }, false);
+      ok = ok && timed;
       fmt::print(
           "{:<12} {:<40} rtl {:>9} fast {:>9} error {:+6.2f}%   cycles/s: rtl {:.3g} fast {:.3g} timing-only {:.3g}\n",
-          name, prog.name, r.cycles, f.cycles, 100 * err, rs.per_s, fs.per_s, ts.per_s);
+          name, prog.name, r.cycles, f.cycles, 100 * err, rs.per_s(), fs.per_s(), ts.per_s());
       append(out, "calibration",
              {{"program", prog.name},
               {"preset", name},
@@ -159,14 +168,14 @@ int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_
              {{"program", prog.name},
               {"preset", name},
               {"cycles", r.cycles},
-              {"rtl_cycles_per_s", rs.per_s},
-              {"fast_cycles_per_s", fs.per_s},
-              {"timing_only_cycles_per_s", ts.per_s},
+              {"rtl_cycles_per_s", rs.per_s()},
+              {"fast_cycles_per_s", fs.per_s()},
+              {"timing_only_cycles_per_s", ts.per_s()},
               {"rtl_runs", rs.runs},
               {"fast_runs", fs.runs},
               {"timing_only_runs", ts.runs},
-              {"fast_speedup", rs.per_s > 0 ? fs.per_s / rs.per_s : 0.0},
-              {"timing_only_speedup", rs.per_s > 0 ? ts.per_s / rs.per_s : 0.0}});
+              {"fast_speedup", rs.per_s() > 0 ? fs.per_s() / rs.per_s() : 0.0},
+              {"timing_only_speedup", rs.per_s() > 0 ? ts.per_s() / rs.per_s() : 0.0}});
     }
   }
   return ok ? 0 : 1;
