@@ -379,6 +379,7 @@ module tp_chip
     .start_i     (u_start[3]),
     .instr_i     (u_instr[3]),
     .pc_i        (u_pc[3]),
+    .ready_o     (u_ready[3]),
     .idle_o      (u_idle[3]),
     .cmpl_o      (u_cmpl[3]),
     .cmpl_sig_o  (u_sig[3]),
@@ -398,7 +399,6 @@ module tp_chip
     .rd_rdata_i  (v_rd_rdata[2]),
     .cnt_bytes_o (bytes_st)
   );
-  assign u_ready[3] = u_idle[3];
 
   // MXU unit + MXU
   logic               mw_valid, mw_ready, mw_t, ma_valid, ma_ready, ma_first, ma_accum;

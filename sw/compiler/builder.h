@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -87,17 +88,51 @@ struct Epilogue {
   std::string free_text, first_text, store_text;
   std::vector<std::pair<Instr, std::string>> in_place;
 };
-// The last group's chunks: two from 128 rows, else one. The store DMA runs one store at a time
-// and each waits for its acknowledgements (the memory's latency) before the next starts, so the
-// tail is about the first chunk's vector work + every row's store + a latency per chunk: at 128
-// rows on the memory model (latency 22) two chunks take it from 284 to about 241 cycles, four
-// to 257; with fewer rows chunks cost more than they overlap.
-inline unsigned last_epilogue_chunks(uint64_t rows) { return rows >= 128 ? 2 : 1; }
+// The last group's chunks: one per 16 rows from 48 rows, at most 8; with in-place vector
+// instructions (ReLU, bf16 output) two from 128 rows, else one. Its last mxu.mm goes in the
+// same chunks (emit_mm_chunks), so that the first chunk's vector work starts when its rows are
+// through the array, and the stores overlap each other (the store DMA starts the next store while
+// the previous one's acknowledgements are on the way). What is left after the MXU's last row is
+// about the array's drain, one chunk's vector work and one chunk's store. Measured on the RTL
+// (2026-12-07, with two chunks from 128 rows before): 96^3 on `odd` 6545 -> 6444 cycles (with
+// the loop nest's 3 weight tiles ahead), 64^3 on `tiny` 4459 -> 4379, 256^3 on `small_model`
+// 17202 -> 17054. Fewer rows do not pay (the training step on a 2x2 pod, 32-row layers in two
+// chunks, 2% slower); and where each chunk has two or three vector instructions the vector unit's
+// part grows, and so does the fast model's error: the previous group's epilogue beside the last
+// group's mm (VMEM conflicts with the MXU's reads, modelled only in part) then decides the tail.
+inline unsigned last_epilogue_chunks(const MatmulLayer& l, uint64_t rows) {
+  if (l.relu || l.out_bf16) return rows >= 128 ? 2 : 1;
+  return rows < 48 ? 1u : static_cast<unsigned>(std::min<uint64_t>(rows / 16, 8));
+}
+// A row range's chunk c of `chunks`: rows r0 .. r1 - 1.
+inline std::pair<uint64_t, uint64_t> chunk_rows(uint64_t rows, unsigned c, unsigned chunks) {
+  return {rows * c / chunks, rows * (c + 1) / chunks};
+}
+// A group's last mxu.mm (it signals ACC_FULL) in the chunks of its epilogue, each signalling
+// ACC_FULL, so that the epilogue's first chunk starts when the first rows are through the array
+// instead of all of them (emit_epilogue with acc_chunks). Only the first takes the mm's wait.
+// The template's address fields (immediates on top of its registers) move by the chunk's first
+// row, and its rows become the chunk's.
 template <class Emit>
-void emit_epilogue(Emit&& emit, const Epilogue& e, uint64_t rows, unsigned chunks) {
+void emit_mm_chunks(Emit&& emit, const Instr& mm, const std::string& text, uint64_t rows, unsigned chunks) {
+  for (unsigned c = 0; c < chunks; ++c) {
+    const auto [r0, r1] = chunk_rows(rows, c, chunks);
+    Instr i = mm;
+    i.f.vaddr += r0;
+    i.f.acc += r0;
+    i.f.rows = r1 - r0;
+    i.f.rows_r = 0;
+    if (c > 0) i.wait = 0;
+    emit(i, fmt::format("{} (rows {}..{})", text, r0, r1 - 1));
+  }
+}
+// acc_chunks: the group's last mm went in the same chunks (emit_mm_chunks), each chunk's first
+// vector instruction takes one ACC_FULL.
+template <class Emit>
+void emit_epilogue(Emit&& emit, const Epilogue& e, uint64_t rows, unsigned chunks, bool acc_chunks = false) {
   emit(fence(Queue::vec, kOutFree, 0), e.free_text);
   for (unsigned c = 0; c < chunks; ++c) {
-    const uint64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+    const auto [r0, r1] = chunk_rows(rows, c, chunks);
     const std::string part = chunks == 1 ? "" : fmt::format(" (rows {}..{})", r0, r1 - 1);
     auto at = [&](Instr i, bool store) {
       if (chunks == 1) return i;
@@ -113,12 +148,15 @@ void emit_epilogue(Emit&& emit, const Epilogue& e, uint64_t rows, unsigned chunk
       return i;
     };
     std::vector<std::pair<Instr, std::string>> ops{{at(e.first, false), e.first_text + part}};
-    if (c > 0) ops[0].first.wait = 0;
+    if (c > 0 && !acc_chunks) ops[0].first.wait = 0;
     if (c + 1 < chunks) ops[0].first.signal = 0;
     for (const auto& [i, text] : e.in_place) ops.push_back({at(i, false), text});
-    if (ops.size() > 1) ops.back().first.signal = kOutFull;
+    // The last vector instruction signals OUT_FULL; a vector fence does where it signals
+    // ACC_FREE (the only one of the group's, or of its last chunk's).
+    const bool own = ops.size() > 1 || ops[0].first.signal == 0;
+    if (own) ops.back().first.signal = kOutFull;
     for (const auto& [i, text] : ops) emit(i, text);
-    if (ops.size() == 1) emit(fence(Queue::vec, 0, kOutFull), std::string{});
+    if (!own) emit(fence(Queue::vec, 0, kOutFull), std::string{});
     Instr st = at(e.store, true);
     st.wait = kOutFull;
     st.signal = c + 1 < chunks ? 0 : kOutFree;

@@ -318,7 +318,7 @@ class Builder {
       e.store = dma(Op::dma_st, buf, l.c.beat + mb * t.tm * t.nb + nb, rows, 1, t.nb, kOutFull, kOutFree);
       e.store_text = fmt::format("C rows {}..{}, cols tile {}", mb * t.tm, mb * t.tm + rows - 1, nb);
       emit_epilogue([&](const Instr& i, std::string text) { emit(i, std::move(text)); }, e, rows,
-                    chunked ? last_epilogue_chunks(rows) : 1);
+                    chunked ? last_epilogue_chunks(l, rows) : 1, chunked);
     };
 
     drain();
@@ -349,7 +349,13 @@ class Builder {
         const bool pair_loaded = l.a.bf16x2 && kb % 2 == 1;  // with K-tile kb - 1, whose count an mm took
         mm.wait = kb == 0 ? kAccFree : (nb == 0 && !pair_loaded ? kAFull : 0);
         mm.signal = kb + 1 == t.kb ? kAccFull : 0;
-        emit(mm, fmt::format("A[{}] K-tile {} -> ACC[{}]{}", mb % 2, kb, g % 2, kb > 0 ? " (accumulate)" : ""));
+        const std::string mm_text =
+            fmt::format("A[{}] K-tile {} -> ACC[{}]{}", mb % 2, kb, g % 2, kb > 0 ? " (accumulate)" : "");
+        if (mb + 1 == t.mb && i + 1 == tiles_per_block)  // the layer's last: in its epilogue's chunks
+          emit_mm_chunks([&](const Instr& c, std::string text) { emit(c, std::move(text)); }, mm, mm_text, rows,
+                         last_epilogue_chunks(l, rows));
+        else
+          emit(mm, mm_text);
         if (kb == 0 && g > 0) epilogue(g - 1, false);
         if (i + 1 == tiles_per_block) {
           emit(fence(Queue::mxu, 0, kAFree), fmt::format("A[{}] read by every mm", mb % 2));

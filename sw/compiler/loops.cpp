@@ -184,7 +184,7 @@ class LoopBuilder {
     const std::string ok = fresh("slot");
     addi(r, from, n_);
     branch(Op::blt, r, rWend, ok);
-    addi(r, r, -static_cast<int64_t>(kWeightSlots * n_));
+    addi(r, r, -static_cast<int64_t>(slots_ * n_));
     label(ok);
   }
   // The compute stream's next slot, computed into rWl before the tile's loads, which use rWs (the
@@ -255,6 +255,7 @@ class LoopBuilder {
     mb_ = t.mb;
     tm_ = t.tm;
     d_ = std::min<uint64_t>(kWeightSlots, kb_);
+    slots_ = kWeightSlots;
     spread_ = a_stream_spacing(t);
     const uint64_t last_rows = l.m - (mb_ - 1) * tm_;
     last_rows_ = last_rows;
@@ -263,6 +264,13 @@ class LoopBuilder {
       short_layer(index, last);
       return;
     }
+    // The nest's weights D tiles ahead through D slots: 4, or 3 where the load queue holds fewer
+    // than four and Kb >= 6. In a block's first pass every tile loads a K-tile of A and a weight
+    // tile, and the front end waits for a queue slot at each: with 4 ahead and a queue of 3 it
+    // reached a tile's mxu.lw and mxu.mm about a tile of loads after their operands were in
+    // (`odd`, 2026-12-07: 96^3 6491 -> 6444 cycles with 3, 144x72x36 2911 -> 2864; but with
+    // Kb = 5, 144x60x21, 1849 -> 1878; on `small`'s HBM, queue 8, 3 ahead lost 2%).
+    if (kb_ > kWeightSlots + 1 && p_.chip.queue < 4) d_ = slots_ = kWeightSlots - 1;
 
     comment("");
     comment(fmt::format("{}: VMEM A[0]@{} A[1]@{} ({} rows each), W slots@{} ({} x {} rows), OUT@{},{}{}; ACC@0,{}",
@@ -276,6 +284,8 @@ class LoopBuilder {
       emit(dma(Op::dma_ld, lay_.bias_buf, l.b.beat, t.nb, 1, 1, 0, kBias), "bias row");
       emit(fence(Queue::vec, kBias, 0), "bias row loaded (before the layer's first vector op)");
     }
+    for (uint64_t i = slots_; i < kWeightSlots; ++i)
+      emit(fence(Queue::load, kWFree, 0), "a weight slot this layer leaves unused: its W_FREE token held");
     // The prologue's loads: as many as the load queue takes go first, so that memory starts at
     // once; then the registers and the first pass's setup, which the front end runs while they
     // load; then the rest, on which the front end waits for queue slots right before tile 0.
@@ -299,8 +309,8 @@ class LoopBuilder {
       prologue.push_back(
           {dma(Op::dma_ld, lay_.a_buf[0] + kb * tm_, l.a.beat + kb, rows0, 1, kb_, kb == 0 ? kAFree : 0, kAFull),
            fmt::format("A block 0 K-tile {} -> A[0]", kb)});
-      prologue.push_back({w_load(p_, l, nb_, lay_.w_slot0 + (kb % kWeightSlots) * n_, l.w.beat + kb * wk_),
-                          fmt::format("W tile (k {}, n 0) -> slot {}", kb, kb % kWeightSlots)});
+      prologue.push_back({w_load(p_, l, nb_, lay_.w_slot0 + kb * n_, l.w.beat + kb * wk_),
+                          fmt::format("W tile (k {}, n 0) -> slot {}", kb, kb)});
     }
     // With one column tile and Kb <= D, block 1's K-tiles follow block 0's weights at once, as
     // unrolled (the A_FREE tokens cover them); see next_block_a.
@@ -325,7 +335,7 @@ class LoopBuilder {
       li(rCol1, static_cast<int64_t>(l.w.beat + (delta0_ + nb_) % nb_));
       li(rLeft, static_cast<int64_t>(mb_ * nb_ + 1), "passes left, plus one");
     }
-    li(rWend, static_cast<int64_t>(lay_.w_slot0 + kWeightSlots * n_));
+    li(rWend, static_cast<int64_t>(lay_.w_slot0 + slots_ * n_));
     li(rAbuf, static_cast<int64_t>(lay_.a_buf[0]), "block 0 in A[0]");
     li(rAbufSum, static_cast<int64_t>(lay_.a_buf[0] + lay_.a_buf[1]));
     li(rRows, static_cast<int64_t>(rows0));
@@ -352,12 +362,17 @@ class LoopBuilder {
       li(rAr, static_cast<int64_t>(rows0));
     }
     pass_setup(last_rows);
-    for (size_t i = first_loads; i < prologue.size(); ++i) emit(prologue[i].first, prologue[i].second);
-    // The first pass's tile 0 (it has no previous group's epilogue), then into the loop.
+    // The first pass's tile 0 (it has no previous group's epilogue) as soon as its K-tile and
+    // weights are in the load queue, before the prologue's other loads, for which the front end
+    // waits for queue slots (with a shallow load queue the MXU's first instructions waited behind
+    // them: `odd`'s first mxu.mm started at 146 cycles, its operands in by 80); then into the loop.
+    const size_t tile0_loads = std::max<size_t>(first_loads, 2);  // A K-tile 0, W tile 0
+    for (size_t i = first_loads; i < tile0_loads; ++i) emit(prologue[i].first, prologue[i].second);
     comment("K-tile 0 of the first pass");
     emit(fence(Queue::mxu, kAFull, 0), "A K-tile 0 loaded");
     compute(0, false);
     tile0_book();
+    for (size_t i = tile0_loads; i < prologue.size(); ++i) emit(prologue[i].first, prologue[i].second);
     after_epilogue_ = fresh("first");
     jump(after_epilogue_);
 
@@ -372,6 +387,8 @@ class LoopBuilder {
     label(layer_done);
     comment("the last group's epilogue");
     epilogue(true);
+    for (uint64_t i = slots_; i < kWeightSlots; ++i)
+      emit(fence(Queue::load, 0, kWFree), "the unused slot's token back");
     if (!last) emit(fence(Queue::store, 0, kLayer), "barrier: this layer's stores are complete");
     // Each basic block reordered so that scalar instructions pair with the one before them.
     schedule_pairs(lines_, layer_first, line());
@@ -401,8 +418,12 @@ class LoopBuilder {
   // Group 0 (its A_FULL waits) is written out before the loop, which starts at copy 1.
   enum ShortReg : unsigned { sLeft = 1, sG, sDelta0, sDelta1 };
 
-  // The compute of tile kb of group g (copy c = g mod 4, or the peeled group 0).
-  void short_tile(uint64_t g_mod4, uint64_t kb, bool group0) {
+  // The compute of tile kb of group g (copy c = g mod 4, or the peeled group 0). last: the
+  // group's last mm goes in the layer's last epilogue's chunks (emit_mm_chunks) if this is the
+  // layer's last group: Last::yes (the peeled group 0 of one group), Last::if_last (a copy: the
+  // last group when R[sLeft] = 1, its `loop` about to leave).
+  enum class Last { no, yes, if_last };
+  void short_tile(uint64_t g_mod4, uint64_t kb, bool group0, Last last = Last::no) {
     Instr lw;
     lw.op = Op::mxu_lw;
     lw.f.vaddr = lay_.w_slot0 + ((g_mod4 * kb_ + kb) % kWeightSlots) * n_;
@@ -417,7 +438,23 @@ class LoopBuilder {
     mm.f.accumulate = kb > 0 ? 1 : 0;
     mm.wait = kb == 0 ? kAccFree : (group0 ? kAFull : 0);
     mm.signal = kb + 1 == kb_ ? kAccFull : 0;
-    emit(mm, fmt::format("A K-tile {} -> ACC[{}]{}", kb, g_mod4 % 2, kb > 0 ? " (accumulate)" : ""));
+    const std::string text = fmt::format("A K-tile {} -> ACC[{}]{}", kb, g_mod4 % 2, kb > 0 ? " (accumulate)" : "");
+    const unsigned chunks = last_epilogue_chunks(*l_, l_->m);
+    if (kb + 1 < kb_ || chunks == 1 || last == Last::no) {
+      emit(mm, text);
+      return;
+    }
+    const std::string whole = fresh("whole"), done = fresh("mmdone");
+    if (last == Last::if_last) {
+      branch_ne_const(sLeft, 1, whole);
+    }
+    emit_mm_chunks([&](const Instr& i, std::string t) { emit(i, std::move(t)); }, mm, text, l_->m, chunks);
+    if (last == Last::if_last) {
+      jump(done);
+      label(whole);
+      emit(mm, text);
+      label(done);
+    }
   }
 
   // The epilogue of the group whose C beat is R[sG] + off from c (g mod 2 = parity); chunked: the
@@ -443,7 +480,7 @@ class LoopBuilder {
     e.store.f.haddr_r = sG;
     e.store_text = "C rows of the group";
     emit_epilogue([&](const Instr& i, std::string text) { emit(i, std::move(text)); }, e, l.m,
-                  chunked ? last_epilogue_chunks(l.m) : 1);
+                  chunked ? last_epilogue_chunks(l, l.m) : 1, chunked);
   }
 
   // The weight load after tile kb of a group: tile j + 4, that is K-tile (kb + 4) mod Kb of the
@@ -498,7 +535,7 @@ class LoopBuilder {
     comment("group 0");
     emit(fence(Queue::mxu, kAFull, 0), "A K-tile 0 loaded");
     for (uint64_t kb = 0; kb < kb_; ++kb) {
-      short_tile(0, kb, true);
+      short_tile(0, kb, true, groups == 1 ? Last::yes : Last::no);
       const uint64_t j = kb + kWeightSlots;
       if (j < tiles) short_load(0, kb, 0, false);
     }
@@ -517,7 +554,7 @@ class LoopBuilder {
         // it pairs, so its epilogue's group is R - 1; when C starts at beat 0, after the epilogue).
         const bool step_early = l.c.beat >= 1;
         for (uint64_t kb = 0; kb < kb_; ++kb) {
-          short_tile(c, kb, false);
+          short_tile(c, kb, false, Last::if_last);
           if (kb == 0) {
             if (c == 0 && step_early) addi(sG, sG, 4, "the next four groups");
             short_epilogue((c + 1) % 2, c == 0 ? (step_early ? -1 : 3) : static_cast<int64_t>(c) - 1);
@@ -757,7 +794,14 @@ class LoopBuilder {
 
   // One tile's lw and mm. kb_kind: 0 the first K-tile (overwrite, ACC_FREE), 1 a middle one, 2
   // the last (ACC_FULL); with Kb = 1 the first is also the last. pass0: the mm takes A_FULL.
-  void compute(int kb_kind, bool pass0) {
+  // The last epilogue's chunks, in which the layer's last mm goes too, with Kb >= 2 (the last
+  // tile has its own code).
+  unsigned last_chunks() const { return kb_ < 2 ? 1 : last_epilogue_chunks(*l_, last_rows_); }
+
+  // A tile's weights and mm (kb_kind 0: K-tile 0, 1: a middle one, 2: the last); pass0: the mm
+  // takes A_FULL; chunks > 1: the mm in that many row chunks (emit_mm_chunks, rows R[rRows]
+  // = the last block's).
+  void compute(int kb_kind, bool pass0, unsigned chunks = 1) {
     Instr lw;
     lw.op = Op::mxu_lw;
     lw.f.vaddr_r = rWs;
@@ -772,7 +816,11 @@ class LoopBuilder {
     mm.f.accumulate = kb_kind == 0 ? 0 : 1;
     mm.wait = kb_kind == 0 ? kAccFree : (pass0 ? kAFull : 0);
     mm.signal = (kb_kind == 2 || (kb_kind == 0 && kb_ == 1)) ? kAccFull : 0;
-    emit(mm, kb_kind == 0 ? "A K-tile 0 -> ACC (overwrite)" : "A K-tile -> ACC (accumulate)");
+    const std::string text = kb_kind == 0 ? "A K-tile 0 -> ACC (overwrite)" : "A K-tile -> ACC (accumulate)";
+    if (chunks > 1)
+      emit_mm_chunks([&](const Instr& i, std::string t) { emit(i, std::move(t)); }, mm, text, last_rows_, chunks);
+    else
+      emit(mm, text);
   }
 
   void tiles() {
@@ -843,12 +891,23 @@ class LoopBuilder {
     }
     if (kb_ >= 2) {
       comment(fmt::format("K-tile {} (the last)", kb_ - 1));
-      const std::string other = fresh("other"), done = fresh("done");
+      const std::string other = fresh("other"), done = fresh("done"), layer_last = fresh("layerlast");
+      // The layer's last pass (R[rStop] is its column tile in the last block; with Kb < 4, R[rLeft]
+      // counts the passes left from this one): its mm in the chunks of the layer's last epilogue
+      // (emit_mm_chunks).
+      const unsigned chunks = last_chunks();
+      if (chunks > 1 && far_) branch_eq_const(rLeft, 1, layer_last);
+      if (chunks > 1 && !far_) branch(Op::beq, rNb, rStop, layer_last);
       branch(Op::bne, rNb, 0, other);
       compute(2, true);
       jump(done);
       label(other);
       compute(2, false);
+      if (chunks > 1) {
+        jump(done);
+        label(layer_last);
+        compute(2, nb_ == 1, chunks);
+      }
       label(done);
       group_done();
       kb_now_ = kb_ - 1;
@@ -946,7 +1005,7 @@ class LoopBuilder {
     e.store.f.rows_r = rPRows;
     e.store_text = "C rows of the group";
     emit_epilogue([&](const Instr& i, std::string text) { emit(i, std::move(text)); }, e, last ? last_rows_ : 0,
-                  last ? last_epilogue_chunks(last_rows_) : 1);
+                  last ? last_epilogue_chunks(l, last_rows_) : 1, last && last_chunks() > 1);
   }
 
   const Preset& p_;
@@ -970,8 +1029,9 @@ class LoopBuilder {
   const MatmulLayer* l_ = nullptr;
   Layout lay_{};
   uint64_t n_ = 0, kb_ = 0, nb_ = 0, mb_ = 0, tm_ = 0, d_ = 0;
-  uint64_t spread_ = 1;  // the next block's A stream: a K-tile every spread_ tiles (a_stream_spacing)
-  uint64_t wk_ = 0;      // W's beats from one K-tile to the next (w_kstep)
+  uint64_t slots_ = kWeightSlots;  // the weight slots the nest cycles through (d_, or 4 with Kb < 4)
+  uint64_t spread_ = 1;            // the next block's A stream: a K-tile every spread_ tiles (a_stream_spacing)
+  uint64_t wk_ = 0;                // W's beats from one K-tile to the next (w_kstep)
 };
 
 }  // namespace

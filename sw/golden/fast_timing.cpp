@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
@@ -19,8 +20,9 @@
 //  - the load DMA: its beats requested one a cycle as the port takes them, the next load's
 //    following while the data still arrive (four loads in flight, tp_dma_ld), its rows written
 //    into VMEM one a cycle (a packed beat is two);
-//  - the store DMA: one store at a time, a beat a cycle (every other cycle packed), complete when
-//    the last is acknowledged (the memory model's latency, or on HBM when it is queued);
+//  - the store DMA: a beat a cycle (every other cycle packed), the next store's requests after
+//    this one's last (four stores awaiting acknowledgements, tp_dma_st), complete when the last
+//    is acknowledged (the memory model's latency, or on HBM when it is queued);
 //  - behind the port the memory model's fixed latency, or the HBM model (HbmModel): the address
 //    map, open rows, tRP/tRCD/tRRD/tFAW, CL, the data buses, the queues, postponed refresh,
 //    and the writes drained in batches (bus time), or where each write needs an activate timed
@@ -44,6 +46,7 @@ namespace {
 using isa::Op;
 
 constexpr unsigned kMxu = static_cast<unsigned>(isa::Unit::mxu);
+constexpr unsigned kVec = static_cast<unsigned>(isa::Unit::vec);
 
 // The chip's HBM behind its port (tp_mem_hbm, one tp_hbm_ctrl per pseudo-channel), per 32-byte
 // burst: the port's address map (pseudo-channel, bank, row, column), each bank's open row (a
@@ -246,6 +249,7 @@ class FastTiming final : public ChipTiming {
     n_ = p.mxu.n;
     depth_ = p.chip.queue;
     sublanes_ = p.chip.sublanes;
+    banks_ = p.chip.vmem_banks;
     ici_ = ici_figures(p);
     reset();
   }
@@ -259,9 +263,12 @@ class FastTiming final : public ChipTiming {
     queue_done_.fill(0);
     engine_free_.fill(0);
     ld_done_.fill(0);
+    mxu_rows_.clear();
+    vec_ops_.clear();
     front_t_ = 0;
     mxu_ = MxuTiming{};
-    ld_req_free_ = ld_last_done_ = st_free_ = 0;
+    ld_req_free_ = ld_last_done_ = st_req_free_ = 0;
+    st_done_.fill(0);
     port_.clear();
     ld_port_.clear();
     if (hbm_) hbm_->reset();
@@ -323,12 +330,15 @@ class FastTiming final : public ChipTiming {
       }
       case Op::dma_st: {
         const uint64_t beats = uint64_t{f.rows} * f.cols;
-        start = std::max(ready, st_free_);
+        // The next store's requests follow this one's last (tp_dma_st takes it a cycle later);
+        // four stores await their acknowledgements: the fifth waits for the first's.
+        start = std::max({ready, st_req_free_, st_done_[seq % st_done_.size()]});
         // The VMEM reads run ahead; a packed beat needs two rows, so a beat every other cycle.
         uint64_t t = start + k_.st_req_delay, acked = start;
         uint64_t i = 0;
         if (!hbm_ && !f.packed) {  // the loop below, at once: back-to-back requests
-          acked = std::max(acked, port_.book(t, beats, 1).second - 1 + k_.wr_ack);
+          t = port_.book(t, beats, 1).second;
+          acked = std::max(acked, t - 1 + k_.wr_ack);
           i = beats;
         }
         for (; i < beats; ++i) {
@@ -337,16 +347,19 @@ class FastTiming final : public ChipTiming {
           if (hbm_) req = hbm_->write(req, beat);
           acked = std::max(acked, req + k_.wr_ack);
           t = req + (f.packed ? 2 : 1);
+          st_req_free_ = req + 1;
         }
+        if (!hbm_ && !f.packed) st_req_free_ = t;
         complete = acked;
-        st_free_ = complete;
-        unit_free_[q] = complete;
+        st_done_[seq % st_done_.size()] = complete;
+        unit_free_[q] = start;
         break;
       }
       case Op::mxu_lw:
       case Op::mxu_mm: {
         const TimeSpan t = in.op == Op::mxu_lw ? mxu_.lw(ready, n_) : mxu_.mm(ready, f.rows, k_.mm_drain);
         start = t.start, complete = t.complete;
+        if (in.op == Op::mxu_mm) mxu_streams(start, start + f.rows);
         break;
       }
       case Op::ici_send: {
@@ -365,8 +378,16 @@ class FastTiming final : public ChipTiming {
         // cycle the next group's first row arrives (the last group's a cycle after its last row).
         const uint64_t groups = (f.rows + sublanes_ - 1) / sublanes_;
         start = std::max(ready, unit_free_[q]);
-        complete = start + (f.a_acc ? f.rows + 1 : groups) + k_.vec_extra + (isa::latency(in.op) - 1);
+        // With a from the accumulators and b from VMEM, b's stream starts behind a's: 2 cycles more
+        // (`vadd` with the bias row, 12 rows: 19 cycles on the RTL at every test preset).
+        const uint64_t b_lead = f.a_acc && isa::uses_b(in.op) ? k_.acc_b_lead : 0;
+        // VMEM reads a cycle: S rows of a (unless from the accumulators), and of b S or one (broadcast).
+        const unsigned reads = (f.a_acc ? 0 : sublanes_) + (isa::uses_b(in.op) ? (f.b_bcast ? 1 : sublanes_) : 0);
+        const uint64_t work = f.a_acc ? f.rows + 1 : groups, tail = k_.vec_extra + b_lead + (isa::latency(in.op) - 1);
+        const uint64_t end = vector_end(start, work, reads, mxu_rows_);
+        complete = end + tail;
         unit_free_[q] = complete;
+        vec_ops_.push_back({start, reads, end});
         break;
       }
     }
@@ -392,6 +413,7 @@ class FastTiming final : public ChipTiming {
     unsigned start_delay = 0;  // dispatch or a semaphore count to the unit's start
     unsigned mm_drain = 0;     // mxu.mm: its last row to its last result in the accumulators
     unsigned vec_extra = 0;    // a vector instruction's pipeline beyond its groups
+    unsigned acc_b_lead = 0;   // more with a from the accumulators and b from VMEM
     unsigned hop_extra = 0;    // ici.send: the router's pipeline per hop, on top of the link
     unsigned send_lead = 0;    // ici.send: its start to its first flit (the head's way into the router)
   };
@@ -406,6 +428,7 @@ class FastTiming final : public ChipTiming {
     k.start_delay = 1;
     k.mm_drain = 2 * p.mxu.n + 2;
     k.vec_extra = 4;
+    k.acc_b_lead = 2;
     k.hop_extra = 2;
     // Every send on the RTL pods took 4 cycles more than its flits (tiny and small, 3 to 7 rows:
     // 37 against 33 flits; 3 of them the ICI unit's credit stall before the first flit).
@@ -429,17 +452,78 @@ class FastTiming final : public ChipTiming {
   uint64_t send_flits(uint64_t rows) const { return ici_.flits(rows); }
 
   // No booking starts before the oldest instruction still queued was dispatched.
+  // A vector instruction's streaming, `work` cycles from start alone: while the MXU's row streamer
+  // reads its rows (the VMEM's priority client, a bank a cycle), the vector unit's reads lose the
+  // bank in the cycles it takes, `reads` banks of `banks` a cycle: at most 1 - reads / banks of
+  // the work a cycle (at least 1 / banks). On the RTL (small_model, 4 banks, 2 sublanes), the
+  // previous group's epilogue beside the last group's mm: vadd of 97 rows from the accumulators
+  // with the bias row 142 cycles, vrelu of 97 rows 90 (2026-12-07; the model said 104 and 53).
+  using Intervals = std::vector<std::pair<uint64_t, uint64_t>>;
+  uint64_t vector_end(uint64_t start, uint64_t work, unsigned reads, const Intervals& mxu) const {
+    const double rate =
+        reads == 0 ? 1.0 : std::max(1.0 / banks_, 1.0 - static_cast<double>(reads) / static_cast<double>(banks_));
+    double t = static_cast<double>(start), left = static_cast<double>(work);
+    for (const auto& [a, b] : mxu) {
+      if (left <= 0 || rate >= 1.0) break;
+      if (static_cast<double>(b) <= t) continue;
+      const double free = std::min(left, std::max(0.0, static_cast<double>(a) - t));
+      t += free;
+      left -= free;
+      if (left <= 0) break;
+      const double busy = static_cast<double>(b) - std::max(t, static_cast<double>(a));
+      if (busy * rate >= left) {
+        t += left / rate;
+        left = 0;
+      } else {
+        t = static_cast<double>(b);
+        left -= busy * rate;
+      }
+    }
+    return static_cast<uint64_t>(std::ceil(t + left));
+  }
+  // The MXU streams rows in [a, b). The interpreter places instructions in an order of its own,
+  // so the vector instruction it overlaps may be placed already: it keeps its completion, but the
+  // vector unit's next instruction starts as much later as the overlap slows it.
+  void mxu_streams(uint64_t a, uint64_t b) {
+    if (!mxu_rows_.empty() && mxu_rows_.back().second >= a)
+      mxu_rows_.back().second = std::max(mxu_rows_.back().second, b);
+    else
+      mxu_rows_.push_back({a, b});
+    // The vector instructions placed already that this streaming overlaps: each slows by its
+    // overlap, and every later one moves on by as much (the unit runs them one at a time).
+    uint64_t shift = 0;
+    for (VecOp& v : vec_ops_) {
+      v.start += shift;
+      v.end += shift;
+      if (v.reads != 0 && b > v.start && a < v.end) {
+        const uint64_t end = vector_end(v.start, v.end - v.start, v.reads, Intervals{{a, b}});
+        shift += end - v.end;
+        v.end = end;
+      }
+    }
+    unit_free_[kVec] += shift;
+  }
+
   void prune() {
     uint64_t t = front_t_;
     for (const auto& d : pending_)
       if (!d.empty()) t = std::min(t, d.front());
+    while (!mxu_rows_.empty() && mxu_rows_.front().second <= t) mxu_rows_.erase(mxu_rows_.begin());
+    while (!vec_ops_.empty() && vec_ops_.front().end <= t) vec_ops_.erase(vec_ops_.begin());
     port_.prune(t);
     ld_port_.prune(t);
     if (hbm_) hbm_->prune(t);
   }
 
   Constants k_;
-  unsigned n_ = 0, depth_ = 0, sublanes_ = 0;
+  unsigned n_ = 0, depth_ = 0, sublanes_ = 0, banks_ = 1;
+  Intervals mxu_rows_;  // the MXU's row streaming, cycles [a, b)
+  struct VecOp {        // a vector instruction placed: its start, VMEM reads a cycle, its streaming's end
+    uint64_t start = 0;
+    unsigned reads = 0;
+    uint64_t end = 0;
+  };
+  std::vector<VecOp> vec_ops_;  // the recent ones, in placement order
   FastIciFigures ici_;
 
   std::array<std::vector<uint64_t>, isa::kQueues> slot_free_;
@@ -448,9 +532,10 @@ class FastTiming final : public ChipTiming {
   std::array<uint64_t, isa::kQueues> queue_done_{};
   std::array<uint64_t, 4> engine_free_{};
   std::array<uint64_t, 4> ld_done_{};  // completions of the last four loads, by seq % 4
+  std::array<uint64_t, 4> st_done_{};  // completions of the last four stores, by seq % 4
   uint64_t front_t_ = 0;
   MxuTiming mxu_;
-  uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_free_ = 0;
+  uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_req_free_ = 0;
   Calendar port_;                // the memory port's request slots (cycles), loads' and stores'
   Calendar ld_port_;             // the loads' alone
   std::optional<HbmModel> hbm_;  // behind the port on an HBM preset

@@ -960,6 +960,44 @@ TEST(Chip, MemoryErrorOnAStoreStopsTheChip) {
   // pc 2: the store that writes beat 6
   expect_memory_error(6, "dma.ld 0, 0, 4, 1, 1 signal=1\ndma.st 0, 20, 4, 1, 1\ndma.st 0, 4, 4, 1, 1 wait=1\nhalt\n",
                       2);
+  // The older of two stores in flight (the second's requests go out while the first's
+  // acknowledgements come back): the error is the first's.
+  expect_memory_error(23, "dma.ld 0, 0, 4, 1, 1 signal=1\ndma.st 0, 20, 4, 1, 1 wait=1\ndma.st 0, 30, 4, 1, 1\nhalt\n",
+                      1);
+}
+
+// The store DMA starts the next store in the cycle after the previous one's last request, while
+// its acknowledgements are on the way (tp_dma_st: four stores await theirs, completing in order).
+// Seven more one-beat stores cost a few cycles each, not the memory's latency each (on the
+// memory model, 28 cycles at `odd` and 36 at `small_model`, whose latencies are 7 and 20), and
+// the stores that write the same beat land in program order; the memory as the interpreter's.
+TEST(Chip, StoresOverlapTheirAcknowledgements) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  const unsigned n = preset().mxu.n;
+  const auto data = random_words(rng, std::size_t{8} * n);
+  uint64_t cycles[2] = {};
+  for (const unsigned stores : {1u, 8u}) {
+    std::string text = "dma.ld 0, 0, 8, 1, 1 signal=1\nfence store wait=1\n";
+    for (unsigned i = 0; i < stores; ++i)  // rows 0..7 to beats 64.. and the last two to one beat
+      text += fmt::format("dma.st {}, {}, 1, 1, 1\n", i, 64 + std::min(i, 6u));
+    text += "halt\n";
+    Both both(stimulus(seed));
+    both.write(0, data);
+    both.run(assemble(text));
+    const std::string what = fmt::format("{} stores", stores);
+    both.expect_same(72, what);
+    ASSERT_EQ(both.rtl_run.err, 0) << what;
+    cycles[stores == 8] = both.rtl_run.cycles;
+  }
+  // A one-beat store takes 4 cycles from start to start (its row read from VMEM, its request,
+  // the DMA ready again); on HBM the posted writes' acknowledgements vary with the controller's
+  // queue, so there only the data are checked.
+  const uint64_t more = cycles[1] - cycles[0];
+  if constexpr (!tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm) {
+    EXPECT_LE(more, 7u * 4u + 8u) << "1 store: " << cycles[0] << " cycles, 8 stores: " << cycles[1];
+    EXPECT_LT(more, 7u * preset().chip.mem_latency) << "the stores waited for each other's acknowledgements";
+  }
 }
 
 // On HBM, a single stored bit flipped in every burst of a block: the chip's loads get the right
@@ -1163,6 +1201,22 @@ TEST_P(ChipMatmul, LastGroupInChunks) {
   const uint32_t n = chip->lanes();
   const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
   expect_pass(tp::driver::run_matmul(*chip, {256, n + 3, 2 * n + 1, true, true, GetParam()}, seed));
+}
+
+// A layer's last mxu.mm in its epilogue's chunks (compiler::detail::emit_mm_chunks), each
+// chunk's vector instruction taking one ACC_FULL: plain layers whose last M block has 48 rows or
+// more, in every kind of nest: one block of many K-tiles (rStop marks the last pass), the short
+// nest's copies (the last group found by its counter) and its one group, the weights of Kb < 4
+// (rLeft counts the passes), a bias without ReLU (vadd from the accumulators).
+TEST_P(ChipMatmul, LastMmInChunks) {
+  auto chip = rtl_chip();
+  const uint32_t n = chip->lanes();
+  uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  for (const tp::driver::MatmulSpec& s : {tp::driver::MatmulSpec{64, 9 * n, 2 * n + 1, false, false, GetParam()},
+                                          tp::driver::MatmulSpec{64, 3 * n, 5 * n + 1, false, false, GetParam()},
+                                          tp::driver::MatmulSpec{50, 2 * n - 1, n, true, false, GetParam()},
+                                          tp::driver::MatmulSpec{400, 3 * n, 3 * n, false, false, GetParam()}})
+    expect_pass(tp::driver::run_matmul(*chip, s, seed++));
 }
 
 TEST_P(ChipMatmul, Mlp) {

@@ -144,9 +144,11 @@ INSTANTIATE_TEST_SUITE_P(Presets, GoldenMatmul,
                            return param.param.preset + "_" + std::string(tp::compiler::form_name(param.param.form));
                          });
 
-// The loop nest's size does not grow with the shapes: the two targets (58,223 and 29,117
+// The loop nest's size does not grow with the shapes: the two targets (58,229 and 29,117
 // instructions unrolled) and a 16x larger M give programs of at most 300 instructions, and M, K
-// and N past a few tiles do not change it.
+// and N past a few tiles change it only by the layer's last epilogue, whose chunks follow the
+// last M block's rows (last_epilogue_chunks: up to 8, each a vector instruction, a store and
+// an mxu.mm, with the last pass's copy of the last tile: at most 24 more than with one).
 TEST(Compiler, LoopProgramSizeIsIndependentOfTheShape) {
   const tp::Preset small = tp::load_preset("small"), tiny = tp::load_preset("tiny");
   const auto big = tp::compiler::compile_info(small, {layer_at(small, 1024, 1024, 1024)});
@@ -157,15 +159,15 @@ TEST(Compiler, LoopProgramSizeIsIndependentOfTheShape) {
   EXPECT_EQ(t.form, Form::loops);
   EXPECT_LE(t.instructions, 300u);
   const auto tall = tp::compiler::compile_info(small, {layer_at(small, 3072, 1024, 1024)});
-  EXPECT_EQ(tall.instructions, big.instructions);
+  EXPECT_NEAR(double(tall.instructions), double(big.instructions), 24.0);
   const auto deep = tp::compiler::compile_info(small, {layer_at(small, 1024, 2048, 1024)});
-  EXPECT_EQ(deep.instructions, big.instructions);
+  EXPECT_NEAR(double(deep.instructions), double(big.instructions), 24.0);
   // The unrolled form of the big layer is refused with its size.
   try {
     (void)tp::compiler::compile(small, {layer_at(small, 1024, 1024, 1024)}, {.form = Form::unrolled});
     ADD_FAILURE() << "no CompileError";
   } catch (const CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("58223 instructions (unrolled)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("58229 instructions (unrolled)"), std::string::npos) << e.what();
   }
 }
 
@@ -218,6 +220,27 @@ TEST(Compiler, AutomaticForm) {
   EXPECT_EQ(mid.form, Form::loops);
   EXPECT_LT(mid.front_per_mxu, 0.4);
   EXPECT_EQ(mid.instructions, mid.looped_instructions);
+}
+
+// A layer's last mxu.mm goes in its last epilogue's chunks (256 rows on `small`: a last block
+// of 128 rows, eight chunks of 16), each signalling ACC_FULL, and each chunk's vmov takes one:
+// unrolled, 15 groups' last mm and vmov and the last group's eight.
+TEST(Compiler, LastMmInTheEpiloguesChunks) {
+  const tp::Preset p = tp::load_preset("small");
+  const auto prog = tp::compiler::compile(p, {layer_at(p, 256, 256, 256)}, {.form = Form::unrolled});
+  constexpr unsigned kAccFull = 5;  // the compiler's semaphore (its listing's header)
+  unsigned mm_signals = 0, vec_waits = 0, chunk_rows = 0;
+  for (const auto& word : prog.code) {
+    const auto in = tp::isa::decode(word).instr;
+    if (in.op == tp::isa::Op::mxu_mm && in.signal == kAccFull) {
+      ++mm_signals;
+      if (in.f.rows == 16) ++chunk_rows;
+    }
+    if (in.op == tp::isa::Op::vmov && in.wait == kAccFull) ++vec_waits;
+  }
+  EXPECT_EQ(mm_signals, 15u + 8u);
+  EXPECT_EQ(chunk_rows, 8u);
+  EXPECT_EQ(vec_waits, mm_signals);
 }
 
 // The loops form writes out a layer whose unrolled code is no longer than its nest (a few
