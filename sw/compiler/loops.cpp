@@ -792,15 +792,13 @@ class LoopBuilder {
     label(end);
   }
 
-  // One tile's lw and mm. kb_kind: 0 the first K-tile (overwrite, ACC_FREE), 1 a middle one, 2
-  // the last (ACC_FULL); with Kb = 1 the first is also the last. pass0: the mm takes A_FULL.
   // The last epilogue's chunks, in which the layer's last mm goes too, with Kb >= 2 (the last
   // tile has its own code).
   unsigned last_chunks() const { return kb_ < 2 ? 1 : last_epilogue_chunks(*l_, last_rows_); }
 
-  // A tile's weights and mm (kb_kind 0: K-tile 0, 1: a middle one, 2: the last); pass0: the mm
-  // takes A_FULL; chunks > 1: the mm in that many row chunks (emit_mm_chunks, rows R[rRows]
-  // = the last block's).
+  // One tile's lw and mm. kb_kind: 0 the first K-tile (overwrite, ACC_FREE), 1 a middle one, 2
+  // the last (ACC_FULL); with Kb = 1 the first is also the last. pass0: the mm takes A_FULL.
+  // chunks > 1: the mm in that many row chunks (emit_mm_chunks; R[rRows] is the last block's).
   void compute(int kb_kind, bool pass0, unsigned chunks = 1) {
     Instr lw;
     lw.op = Op::mxu_lw;
