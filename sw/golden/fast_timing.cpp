@@ -269,6 +269,7 @@ class FastTiming final : public ChipTiming {
     mxu_ = MxuTiming{};
     ld_req_free_ = ld_last_done_ = st_req_free_ = 0;
     st_done_.fill(0);
+    st_count_ = ld_count_ = 0;
     port_.clear();
     ld_port_.clear();
     if (hbm_) hbm_->reset();
@@ -298,7 +299,8 @@ class FastTiming final : public ChipTiming {
         const uint64_t beats = uint64_t{f.rows} * f.cols, per_beat = 1ull << f.packed;
         uint64_t i = 0;
         // The descriptor FIFO holds four loads: the fifth waits for the first's completion.
-        start = std::max({ready, ld_req_free_, ld_done_[seq % ld_done_.size()]});
+        const uint64_t nth = ld_count_++;  // the load's number (seq counts the queue's fences too)
+        start = std::max({ready, ld_req_free_, ld_done_[nth % ld_done_.size()]});
         uint64_t t = start + k_.ld_req_delay, written = ld_last_done_;
         if (!hbm_) {
           // The same as the loop below, a run of back-to-back requests at a time: over a run of
@@ -324,7 +326,7 @@ class FastTiming final : public ChipTiming {
         ld_req_free_ = t;
         complete = written;
         ld_last_done_ = complete;
-        ld_done_[seq % ld_done_.size()] = complete;
+        ld_done_[nth % ld_done_.size()] = complete;
         unit_free_[q] = start;  // the next load's requests follow this one's
         break;
       }
@@ -332,7 +334,8 @@ class FastTiming final : public ChipTiming {
         const uint64_t beats = uint64_t{f.rows} * f.cols;
         // The next store's requests follow this one's last (tp_dma_st takes it a cycle later);
         // four stores await their acknowledgements: the fifth waits for the first's.
-        start = std::max({ready, st_req_free_, st_done_[seq % st_done_.size()]});
+        const uint64_t nth = st_count_++;  // the store's number (seq counts the queue's fences too)
+        start = std::max({ready, st_req_free_, st_done_[nth % st_done_.size()]});
         // The VMEM reads run ahead; a packed beat needs two rows, so a beat every other cycle.
         uint64_t t = start + k_.st_req_delay, acked = start;
         uint64_t i = 0;
@@ -351,7 +354,7 @@ class FastTiming final : public ChipTiming {
         }
         if (!hbm_ && !f.packed) st_req_free_ = t;
         complete = acked;
-        st_done_[seq % st_done_.size()] = complete;
+        st_done_[nth % st_done_.size()] = complete;
         unit_free_[q] = start;
         break;
       }
@@ -463,7 +466,11 @@ class FastTiming final : public ChipTiming {
     const double rate =
         reads == 0 ? 1.0 : std::max(1.0 / banks_, 1.0 - static_cast<double>(reads) / static_cast<double>(banks_));
     double t = static_cast<double>(start), left = static_cast<double>(work);
-    for (const auto& [a, b] : mxu) {
+    // The intervals are in order and apart: from the first that ends after start.
+    const auto first = std::upper_bound(
+        mxu.begin(), mxu.end(), start, [](uint64_t x, const std::pair<uint64_t, uint64_t>& i) { return x < i.second; });
+    for (auto it = first; it != mxu.end(); ++it) {
+      const auto [a, b] = *it;
       if (left <= 0 || rate >= 1.0) break;
       if (static_cast<double>(b) <= t) continue;
       const double free = std::min(left, std::max(0.0, static_cast<double>(a) - t));
@@ -492,7 +499,11 @@ class FastTiming final : public ChipTiming {
     // The vector instructions placed already that this streaming overlaps: each slows by its
     // overlap, and every later one moves on by as much (the unit runs them one at a time).
     uint64_t shift = 0;
-    for (VecOp& v : vec_ops_) {
+    // In placement order the unit's instructions follow each other: from the first ending after a.
+    const auto first =
+        std::upper_bound(vec_ops_.begin(), vec_ops_.end(), a, [](uint64_t x, const VecOp& v) { return x < v.end; });
+    for (auto it = first; it != vec_ops_.end(); ++it) {
+      VecOp& v = *it;
       v.start += shift;
       v.end += shift;
       if (v.reads != 0 && b > v.start && a < v.end) {
@@ -531,8 +542,9 @@ class FastTiming final : public ChipTiming {
   std::array<uint64_t, isa::kQueues> unit_free_{};
   std::array<uint64_t, isa::kQueues> queue_done_{};
   std::array<uint64_t, 4> engine_free_{};
-  std::array<uint64_t, 4> ld_done_{};  // completions of the last four loads, by seq % 4
-  std::array<uint64_t, 4> st_done_{};  // completions of the last four stores, by seq % 4
+  std::array<uint64_t, 4> ld_done_{};     // completions of the last four loads, by ld_count_ % 4
+  std::array<uint64_t, 4> st_done_{};     // completions of the last four stores, by st_count_ % 4
+  uint64_t st_count_ = 0, ld_count_ = 0;  // stores and loads placed
   uint64_t front_t_ = 0;
   MxuTiming mxu_;
   uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_req_free_ = 0;

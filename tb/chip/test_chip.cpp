@@ -995,7 +995,7 @@ TEST(Chip, StoresOverlapTheirAcknowledgements) {
   // queue, so there only the data are checked.
   const uint64_t more = cycles[1] - cycles[0];
   if constexpr (!tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm) {
-    EXPECT_LE(more, 7u * 4u + 8u) << "1 store: " << cycles[0] << " cycles, 8 stores: " << cycles[1];
+    EXPECT_LE(more, 7u * 6u) << "1 store: " << cycles[0] << " cycles, 8 stores: " << cycles[1];
     EXPECT_LT(more, 7u * preset().chip.mem_latency) << "the stores waited for each other's acknowledgements";
   }
 }
@@ -1212,11 +1212,24 @@ TEST_P(ChipMatmul, LastMmInChunks) {
   auto chip = rtl_chip();
   const uint32_t n = chip->lanes();
   uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
-  for (const tp::driver::MatmulSpec& s : {tp::driver::MatmulSpec{64, 9 * n, 2 * n + 1, false, false, GetParam()},
-                                          tp::driver::MatmulSpec{64, 3 * n, 5 * n + 1, false, false, GetParam()},
-                                          tp::driver::MatmulSpec{50, 2 * n - 1, n, true, false, GetParam()},
-                                          tp::driver::MatmulSpec{400, 3 * n, 3 * n, false, false, GetParam()}})
-    expect_pass(tp::driver::run_matmul(*chip, s, seed++));
+  std::vector<tp::driver::MatmulSpec> specs{{64, 9 * n, 2 * n + 1, false, false, GetParam()},
+                                            {64, 3 * n, 5 * n + 1, false, false, GetParam()},
+                                            {50, 2 * n - 1, n, true, false, GetParam()},
+                                            {400, 3 * n, 3 * n, false, false, GetParam()}};
+  // Several M blocks with Kb = 4 and Kb = 6 (the nest's last pass by rStop, set at the last
+  // block; on `odd` with 6 the weights 3 tiles ahead): the smallest M whose tiling leaves a last
+  // block of 48 rows or more, found from the compiler's own plan.
+  for (const uint32_t kb : {4u, 6u}) {
+    for (uint32_t m = 96; m <= 1200; ++m) {
+      const auto t = tp::compiler::plan(preset(), tp::compiler::packed_layer(preset(), m, kb * n, 2 * n));
+      if (t.mb >= 2 && m - (t.mb - 1) * t.tm >= 48) {
+        specs.push_back({m, kb * n, 2 * n, false, false, GetParam()});
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(specs.size(), 6u) << "no M with two blocks and a last one of 48 rows";
+  for (const auto& s : specs) expect_pass(tp::driver::run_matmul(*chip, s, seed++));
 }
 
 TEST_P(ChipMatmul, Mlp) {
