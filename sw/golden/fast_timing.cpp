@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -454,21 +455,20 @@ class FastTiming final : public ChipTiming {
 
   uint64_t send_flits(uint64_t rows) const { return ici_.flits(rows); }
 
-  // No booking starts before the oldest instruction still queued was dispatched.
   // A vector instruction's streaming, `work` cycles from start alone: while the MXU's row streamer
   // reads its rows (the VMEM's priority client, a bank a cycle), the vector unit's reads lose the
   // bank in the cycles it takes, `reads` banks of `banks` a cycle: at most 1 - reads / banks of
   // the work a cycle (at least 1 / banks). On the RTL (small_model, 4 banks, 2 sublanes), the
   // previous group's epilogue beside the last group's mm: vadd of 97 rows from the accumulators
   // with the bias row 142 cycles, vrelu of 97 rows 90 (2026-12-07; the model said 104 and 53).
-  using Intervals = std::vector<std::pair<uint64_t, uint64_t>>;
-  uint64_t vector_end(uint64_t start, uint64_t work, unsigned reads, const Intervals& mxu) const {
+  using Interval = std::pair<uint64_t, uint64_t>;
+  uint64_t vector_end(uint64_t start, uint64_t work, unsigned reads, std::span<const Interval> mxu) const {
     const double rate =
         reads == 0 ? 1.0 : std::max(1.0 / banks_, 1.0 - static_cast<double>(reads) / static_cast<double>(banks_));
     double t = static_cast<double>(start), left = static_cast<double>(work);
     // The intervals are in order and apart: from the first that ends after start.
-    const auto first = std::upper_bound(
-        mxu.begin(), mxu.end(), start, [](uint64_t x, const std::pair<uint64_t, uint64_t>& i) { return x < i.second; });
+    const auto first =
+        std::upper_bound(mxu.begin(), mxu.end(), start, [](uint64_t x, const Interval& i) { return x < i.second; });
     for (auto it = first; it != mxu.end(); ++it) {
       const auto [a, b] = *it;
       if (left <= 0 || rate >= 1.0) break;
@@ -507,7 +507,8 @@ class FastTiming final : public ChipTiming {
       v.start += shift;
       v.end += shift;
       if (v.reads != 0 && b > v.start && a < v.end) {
-        const uint64_t end = vector_end(v.start, v.end - v.start, v.reads, Intervals{{a, b}});
+        const Interval stream{a, b};
+        const uint64_t end = vector_end(v.start, v.end - v.start, v.reads, {&stream, 1});
         shift += end - v.end;
         v.end = end;
       }
@@ -515,12 +516,16 @@ class FastTiming final : public ChipTiming {
     unit_free_[kVec] += shift;
   }
 
+  // No booking starts before the oldest instruction still queued was dispatched.
   void prune() {
     uint64_t t = front_t_;
     for (const auto& d : pending_)
       if (!d.empty()) t = std::min(t, d.front());
-    while (!mxu_rows_.empty() && mxu_rows_.front().second <= t) mxu_rows_.erase(mxu_rows_.begin());
-    while (!vec_ops_.empty() && vec_ops_.front().end <= t) vec_ops_.erase(vec_ops_.begin());
+    // Both lists are in order of their ends: what ended by t goes in one erase.
+    mxu_rows_.erase(mxu_rows_.begin(),
+                    std::find_if(mxu_rows_.begin(), mxu_rows_.end(), [t](const Interval& i) { return i.second > t; }));
+    vec_ops_.erase(vec_ops_.begin(),
+                   std::find_if(vec_ops_.begin(), vec_ops_.end(), [t](const VecOp& v) { return v.end > t; }));
     port_.prune(t);
     ld_port_.prune(t);
     if (hbm_) hbm_->prune(t);
@@ -528,8 +533,8 @@ class FastTiming final : public ChipTiming {
 
   Constants k_;
   unsigned n_ = 0, depth_ = 0, sublanes_ = 0, banks_ = 1;
-  Intervals mxu_rows_;  // the MXU's row streaming, cycles [a, b)
-  struct VecOp {        // a vector instruction placed: its start, VMEM reads a cycle, its streaming's end
+  std::vector<Interval> mxu_rows_;  // the MXU's row streaming, cycles [a, b)
+  struct VecOp {                    // a vector instruction placed: its start, VMEM reads a cycle, its streaming's end
     uint64_t start = 0;
     unsigned reads = 0;
     uint64_t end = 0;
