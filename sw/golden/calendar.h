@@ -67,6 +67,29 @@ class Calendar {
     return {have_first ? first : from, end};
   }
 
+  // The earliest t >= from at which a slot of `len` fits a gap (nothing is booked).
+  uint64_t first_fit(uint64_t from, uint64_t len) const {
+    uint64_t t = from;
+    for (std::size_t i = after(t);; ++i) {
+      if (i > first_ && busy_[i - 1].second > t) t = busy_[i - 1].second;
+      if (i == busy_.size() || busy_[i].first >= t + len) return t;
+    }
+  }
+
+  // Marks [s, e) busy whatever was booked there (merged with what it overlaps or touches).
+  void reserve(uint64_t s, uint64_t e) {
+    if (s >= e) return;
+    std::size_t i = after(s);  // the first interval starting after s
+    if (i > first_ && busy_[i - 1].second >= s) {
+      --i;
+      s = busy_[i].first;
+    }
+    std::size_t j = i;
+    while (j < busy_.size() && busy_[j].first <= e) e = std::max(e, busy_[j++].second);
+    busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(i), busy_.begin() + static_cast<std::ptrdiff_t>(j));
+    busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(i), {s, e});
+  }
+
   // Forget what ends before t (no booking will start before it).
   void prune(uint64_t t) {
     while (first_ < busy_.size() && busy_[first_].second <= t) ++first_;

@@ -94,11 +94,23 @@ std::unique_ptr<ChipTiming> make_fast_timing(const tp::Preset&);
 // The fast model's ICI figures, which the fast pod's network shares (pod_network.h): cycles from
 // a flit on one link to the same flit on the next (the link's latency and the router's
 // pipeline), flits per row, rows per packet (a head flit leads each), and cycles from a send's
-// start to its first flit on the link.
+// start to its first flit on the link; and the links' credit loop: a VC's buffer of credit_flits
+// flits, whose credit comes back credit_rtt cycles after the flit it frees left (0: no limit).
 struct FastIciFigures {
   unsigned hop_delay = 0, body_flits = 0, packet_rows = 0, send_lead = 0;
+  unsigned credit_flits = 0, credit_rtt = 0;
+  unsigned vcs = 0;           // the router's VCs per port (0: the fast pod's links do not model them)
+  bool class_choice = false;  // the router's ClassChoice (route_vcs)
   // The flits of a send of `rows` rows.
   uint64_t flits(uint64_t rows) const { return rows * body_flits + (rows + packet_rows - 1) / packet_rows; }
+  // Cycles from a stream's first flit on a link to the cycle after its last: a flit a cycle, but
+  // one VC holds at most credit_flits flits in flight, so with a longer credit loop the stream goes
+  // in bursts of credit_flits flits, one burst every credit_rtt cycles (on the RTL, `odd`: 3
+  // flits, a loop of 2 x 2 + 2 cycles, half a flit a cycle).
+  uint64_t stream_cycles(uint64_t n) const {
+    if (n == 0 || credit_flits == 0 || credit_rtt <= credit_flits) return n;
+    return (n - 1) / credit_flits * credit_rtt + (n - 1) % credit_flits + 1;
+  }
 };
 FastIciFigures fast_ici_figures(const tp::Preset&);
 

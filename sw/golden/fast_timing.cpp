@@ -242,7 +242,11 @@ class FastTiming final : public ChipTiming {
     return {p.ici.link_latency + k.hop_extra,
             static_cast<unsigned>((32ull * p.mxu.n + p.ici.flit_bits - 1) / std::max(1u, p.ici.flit_bits)),
             isa::hw::ici::kPacketRows,  // tp_ici_unit's rows per packet
-            k.send_lead};
+            k.send_lead,
+            p.ici.buf_flits,
+            2 * p.ici.link_latency + k.credit_loop,
+            p.ici.vcs,
+            p.ici.class_choice};
   }
 
   explicit FastTiming(const tp::Preset& p) : k_(fast_constants(p)) {
@@ -369,7 +373,7 @@ class FastTiming final : public ChipTiming {
       case Op::ici_send: {
         uint64_t& e = engine_free_.at(engine);
         start = std::max({ready, e, unit_free_[q]});
-        complete = start + ici_.send_lead + send_flits(f.rows);
+        complete = start + ici_.send_lead + send_cycles(f.rows);
         e = complete;
         unit_free_[q] = start;
         queue_done_[q] = std::max(queue_done_[q], complete);
@@ -420,6 +424,7 @@ class FastTiming final : public ChipTiming {
     unsigned acc_b_lead = 0;   // more with a from the accumulators and b from VMEM
     unsigned hop_extra = 0;    // ici.send: the router's pipeline per hop, on top of the link
     unsigned send_lead = 0;    // ici.send: its start to its first flit (the head's way into the router)
+    unsigned credit_loop = 0;  // a link's credit loop beyond the link's latency both ways
   };
 
   static Constants fast_constants(const tp::Preset& p) {
@@ -437,6 +442,11 @@ class FastTiming final : public ChipTiming {
     // Every send on the RTL pods took 4 cycles more than its flits (tiny and small, 3 to 7 rows:
     // 37 against 33 flits; 3 of them the ICI unit's credit stall before the first flit).
     k.send_lead = 4;
+    // A stream of 200 rows to the next chip on `odd` (3-flit VC buffers): at link latency 1, 2, 3
+    // and 4 the RTL moves 3 flits every 4, 6, 8 and 10 cycles: the loop is 2 x latency + 2 (the
+    // router's cycle and the credit's return into the sender's counter). Every other preset's
+    // buffers cover their loop (tiny: 4 flits, 4 cycles).
+    k.credit_loop = 2;
     return k;
   }
 
@@ -453,7 +463,7 @@ class FastTiming final : public ChipTiming {
     return port_.book(t, 1, 1).first;
   }
 
-  uint64_t send_flits(uint64_t rows) const { return ici_.flits(rows); }
+  uint64_t send_cycles(uint64_t rows) const { return ici_.stream_cycles(ici_.flits(rows)); }
 
   // A vector instruction's streaming, `work` cycles from start alone: while the MXU's row streamer
   // reads its rows (the VMEM's priority client, a bank a cycle), the vector unit's reads lose the

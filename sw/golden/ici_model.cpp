@@ -91,7 +91,8 @@ std::vector<unsigned> route_ports(Torus t, const Slice& s, Coord src, Coord dst)
   return ports;
 }
 
-std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane) {
+std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane,
+                                bool class_choice) {
   if (vcs < 2 || vcs % 2 != 0)
     throw std::invalid_argument(fmt::format("ici route_vcs: {} VCs; must be even and at least 2", vcs));
   const unsigned lanes = vcs / 2;
@@ -99,10 +100,19 @@ std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, u
     throw std::invalid_argument(fmt::format("ici route_vcs: lane {} >= {} lanes per class", lane, lanes));
   std::vector<unsigned> out;
   unsigned cls = 0;
-  walk(t, s, src, dst, [&](Coord, bool wraps, bool first, unsigned) {
-    if (first) cls = 0;  // entering a dimension
+  Coord prev = src;
+  walk(t, s, src, dst, [&](Coord c, bool wraps, bool first, unsigned port) {
+    if (first) {  // entering a dimension: class 0, or with class_choice the router's entry_class
+      const bool in_x = port >= 2, pos = port == 0 || port == 2;
+      const unsigned here = in_x ? prev.x : prev.y, to = in_x ? dst.x : dst.y, k = in_x ? t.kx : t.ky;
+      const bool full = in_x ? s.w == t.kx : s.h == t.ky;
+      const bool crosses = full && (pos ? to < here : to > here);
+      const bool last = full && (pos ? to == k - 1 : to == 0);
+      cls = class_choice && !crosses && (here % 2 == 1 || last) ? 1 : 0;
+    }
     if (wraps) cls = 1;  // crossing the dateline
     out.push_back(lane + lanes * cls);
+    prev = c;
   });
   return out;
 }

@@ -64,9 +64,13 @@ unsigned injection_port(Torus t, const Slice& s, Coord src, Coord dst, unsigned 
 unsigned ejection_port(Torus t, const Slice& s, Coord src, Coord dst, unsigned locals);
 
 // The VC used on each link hop of route(t, s, src, dst) (one entry per hop) by a packet injected
-// on lane `lane` with `vcs` VCs per port. Throws std::invalid_argument unless vcs is even and at
-// least 2 and lane < vcs / 2 (and for the reasons route() throws).
-std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane);
+// on lane `lane` with `vcs` VCs per port. With class_choice (the router's ClassChoice), a packet
+// whose way along a ring does not cross its dateline enters the ring in class 1 when its entry
+// coordinate is odd or it ends next to the dateline (k - 1 going positive, 0 going negative), as
+// the router's entry_class. Throws std::invalid_argument unless vcs is even and at least 2 and
+// lane < vcs / 2 (and for the reasons route() throws).
+std::vector<unsigned> route_vcs(Torus t, const Slice& s, Coord src, Coord dst, unsigned vcs, unsigned lane,
+                                bool class_choice = false);
 
 // A chip's ICI registers (docs/chip.md, ICI_TORUS, ICI_COORD, ICI_SLICE0/1), set by the host
 // before a run: the torus kx x ky, this chip's coordinates (x, y) and its slice, the rectangle

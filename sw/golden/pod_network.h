@@ -2,13 +2,23 @@
 // of the cycles their flits use, so that transfers sharing a link take turns.
 //
 // A transfer of F flits from src to dst follows the router's route (ici_model.h). Its sender's
-// timing model gave it a span [send_t, sent_t) (send_lead + F cycles on an idle network) and an
-// arrival time for an idle network. On link i of the route, its F flits take the earliest free
-// cycles at or after (its start on link i-1) + hop_delay (on link 0: send_t + send_lead), a flit
-// a cycle, in the gaps other transfers left; its last flit leaves link i no sooner than
-// hop_delay after it left link i-1; the arrival moves later by as much as its last flit left the
-// last link later than on an idle network. Never earlier: on an idle network the arrival is the
-// timing model's.
+// timing model gave it a span [send_t, sent_t) (send_lead + S cycles on an idle network, S the
+// stream's cycles for F flits, FastIciFigures::stream_cycles: F, or more where a VC's credits
+// limit it) and an arrival time for an idle network. Then, as the RTL's wormhole routers do:
+// - its sender's engine (one per first hop: the presets' four local ports) starts it at send_t
+//   + send_lead, or later when the engine's previous transfer's tail had not left the first link;
+// - its head takes each link's VC (route_vcs: the sender's lane, the dateline class) at the
+//   first gap of S cycles in that VC's calendar at or after it reached the link (the head left
+//   the previous link hop_delay before);
+// - its tail leaves each link S after the head, or later where the head was held up further on:
+//   no sooner than hop_delay + credit_flits before the tail left the next link (a VC buffer's
+//   worth waits in the next router); the VC is held from head to tail;
+// - its F flits take the link's earliest free cycles from the head on, a flit a cycle, in the
+//   gaps other transfers left (the VCs share the link's cycles);
+// - the arrival moves later by as much as its tail left the last link later than on an idle
+//   network. Never earlier: on an idle network the arrival is the timing model's.
+// The sender's own timing does not see these delays (its ici.send completes as on an idle
+// network); what comes after in its program waits only through the arrivals.
 //
 // Transfers are booked in the order the pod hands them over (its rounds, then sender index, then
 // send order), not in time order; the calendars fill gaps, so a later-booked transfer that is
@@ -29,7 +39,12 @@ namespace tp::golden {
 class PodNetwork {
  public:
   // The fast model's hop delay (a flit on one link to the same flit on the next) and flit counts.
-  PodNetwork(Torus t, const FastIciFigures& f) : t_(t), f_(f), links_(4ull * t.kx * t.ky) {}
+  PodNetwork(Torus t, const FastIciFigures& f)
+      : t_(t),
+        f_(f),
+        links_(4ull * t.kx * t.ky),
+        vc_hold_(f.vcs >= 2 ? 4ull * t.kx * t.ky * f.vcs : 0),
+        engines_(4ull * t.kx * t.ky) {}
 
   // Books a transfer of `rows` rows and returns its arrival: arrive_t, or later if the links it
   // crosses were busy.
@@ -37,24 +52,52 @@ class PodNetwork {
     if (src == dst || rows == 0) return arrive_t;
     const std::vector<Coord> nodes = route(t_, s, src, dst);
     const std::vector<unsigned> ports = route_ports(t_, s, src, dst);
-    const uint64_t f = f_.flits(rows);
-    uint64_t from = send_t + f_.send_lead, end = 0;
+    const uint64_t f = f_.flits(rows), span = f_.stream_cycles(f);
+    std::vector<std::size_t> links(ports.size());
+    for (std::size_t i = 0; i < ports.size(); ++i) links[i] = 4ull * (nodes[i].x + nodes[i].y * t_.kx) + ports[i];
+    // Wormhole: the transfer holds its VC on each link from its head to its tail. Its head takes
+    // each link's VC at the first gap after it reached the link; its tail leaves a link no sooner
+    // than the stream's span after its head, nor sooner than the buffer of credit_flits flits lets
+    // it before the tail left the next link (a head held up downstream holds the links behind).
+    std::vector<uint64_t> head(ports.size()), tail(ports.size());
+    std::vector<unsigned> vcs;
+    if (!vc_hold_.empty()) vcs = route_vcs(t_, s, src, dst, f_.vcs, (src.x + src.y) % (f_.vcs / 2), f_.class_choice);
+    // The sender's engine (one per first hop) sends its transfers in issue order: one no sooner
+    // than the previous one's tail left the first link (a transfer booked after one that its
+    // engine sent later, which a chip's issue order never gives, is not held back).
+    Engine& engine = engines_[4ull * (src.x + src.y * t_.kx) + ports[0]];
+    uint64_t from = (send_t >= engine.send_t ? std::max(send_t, engine.tail) : send_t) + f_.send_lead;
     for (std::size_t i = 0; i < ports.size(); ++i) {
-      const Coord n = nodes[i];
-      const auto [first, last] = links_[4ull * (n.x + n.y * t_.kx) + ports[i]].book(from, f, 1);
-      // The last flit crosses this link no sooner than a hop after it crossed the one before
-      // (the flits may have found earlier gaps here than there).
-      end = i == 0 ? last : std::max(last, end + f_.hop_delay);
-      from = first + f_.hop_delay;
+      head[i] = vcs.empty() ? from : vc_hold_[links[i] * f_.vcs + vcs[i]].first_fit(from, span);
+      from = head[i] + f_.hop_delay;
     }
-    const uint64_t idle_end = send_t + f_.send_lead + (ports.size() - 1) * f_.hop_delay + f;  // the last link, idle
+    for (std::size_t i = ports.size(); i-- > 0;) {
+      tail[i] = head[i] + span;
+      if (i + 1 < ports.size())
+        tail[i] = std::max(tail[i], tail[i + 1] - std::min<uint64_t>(tail[i + 1], f_.hop_delay + f_.credit_flits));
+      if (!vcs.empty()) vc_hold_[links[i] * f_.vcs + vcs[i]].reserve(head[i], tail[i]);
+    }
+    if (send_t >= engine.send_t) engine = Engine{send_t, tail[0]};
+    uint64_t end = 0;
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      const auto [first, last] = links_[links[i]].book(head[i], f, 1);
+      // The last flit crosses this link no sooner than a hop after it crossed the one before
+      // (the flits may have found earlier gaps here than there), nor before its tail's time.
+      end = std::max({i == 0 ? last : std::max(last, end + f_.hop_delay), first + span, tail[i]});
+    }
+    const uint64_t idle_end = send_t + f_.send_lead + (ports.size() - 1) * f_.hop_delay + span;  // the last link, idle
     return arrive_t + (end > idle_end ? end - idle_end : 0);
   }
 
  private:
   Torus t_;
   FastIciFigures f_;
-  std::vector<Calendar> links_;  // by 4 * node index + output port (0 north, 1 south, 2 east, 3 west)
+  std::vector<Calendar> links_;    // by 4 * node index + output port (0 north, 1 south, 2 east, 3 west)
+  std::vector<Calendar> vc_hold_;  // by link * vcs + VC: the packets holding it (empty: VCs not modeled)
+  struct Engine {
+    uint64_t send_t = 0, tail = 0;  // its latest transfer's send and its tail on the first link
+  };
+  std::vector<Engine> engines_;  // by 4 * node index + first hop's port
 };
 
 }  // namespace tp::golden

@@ -905,6 +905,47 @@ TEST(PodNetwork, TransfersTakeTurnsOnSharedLinks) {
   EXPECT_EQ(two.book(all, {0, 0}, {2, 0}, 8, 0, 200), 210u);
 }
 
+// A VC's credits limit a stream (FastIciFigures::stream_cycles): 3 flits in flight and a loop of
+// 6 cycles send bursts of 3 flits every 6 cycles; with the loop inside the buffer, a flit a cycle.
+// On the fast pod's links the stream's last flit leaves no sooner than that after its first, a
+// sender's engine sends its transfers one after another, and a transfer holds its VC on each
+// link from head to tail (wormhole).
+TEST(PodNetwork, CreditsEnginesAndVcsHoldStreams) {
+  using tp::golden::Coord;
+  const tp::golden::FastIciFigures f{3, 1, 4, 0, 3, 6};
+  EXPECT_EQ(f.stream_cycles(0), 0u);
+  EXPECT_EQ(f.stream_cycles(1), 1u);
+  EXPECT_EQ(f.stream_cycles(3), 3u);
+  EXPECT_EQ(f.stream_cycles(4), 7u);
+  EXPECT_EQ(f.stream_cycles(7), 13u);
+  EXPECT_EQ(f.stream_cycles(2050), 683u * 6 + 1);
+  const tp::golden::FastIciFigures full{3, 1, 4, 0, 4, 4};
+  EXPECT_EQ(full.stream_cycles(10), 10u);
+  const tp::golden::Torus t{4, 4};
+  const tp::golden::Slice all{0, 0, 4, 4};
+  tp::golden::PodNetwork net(t, f);
+  // 8 rows: 10 flits over 19 cycles. Idle: the arrival stays.
+  EXPECT_EQ(net.book(all, {0, 0}, {0, 2}, 8, 100, 1000), 1000u);
+  // (3,0) -> (0,1) goes east, then north on (0,0)'s north link at 100 too: its flits go after the
+  // first's 10 (100..110), its stream 19 cycles from there: it ends at 129, not 119 (10 late).
+  EXPECT_EQ(net.book(all, {3, 0}, {0, 1}, 8, 97, 500), 510u);
+  // The first one's engine sends again at 108: not before the first's tail left (119), and its
+  // flits after the two others' on that link (from 120): 12 late.
+  EXPECT_EQ(net.book(all, {0, 0}, {0, 1}, 8, 108, 300), 312u);
+  // With the router's VCs (2: one lane, two classes) and its class choice: (0,1) -> (0,2) enters
+  // the Y ring at an odd coordinate, class 1; so does (3,1) -> (0,2) after its hop east, on the
+  // same link: its head waits at (0,1)'s north link for the first's tail (119), and its tail holds
+  // the link behind it: 19 late. (0,0) -> (0,2) enters at 0, class 0: the other VC; it shares
+  // only the link's cycles (9 of its flits between the others', one after: 8 late).
+  tp::golden::FastIciFigures fv = f;
+  fv.vcs = 2;
+  fv.class_choice = true;
+  tp::golden::PodNetwork vn(t, fv);
+  EXPECT_EQ(vn.book(all, {0, 1}, {0, 2}, 8, 100, 1000), 1000u);
+  EXPECT_EQ(vn.book(all, {3, 1}, {0, 2}, 8, 97, 500), 519u);
+  EXPECT_EQ(vn.book(all, {0, 0}, {0, 2}, 8, 100, 700), 708u);
+}
+
 // The fast model's calendar of busy intervals (calendar.h): appending merges, an earlier booking
 // fills the gaps and spills past the end, prune drops what ended, empty bookings book nothing.
 TEST(Calendar, FillsGapsInTimeOrder) {
@@ -930,6 +971,23 @@ TEST(Calendar, FillsGapsInTimeOrder) {
   EXPECT_EQ(c.intervals(), 1u);
   c.prune(36);
   EXPECT_EQ(c.intervals(), 0u);
+  // first_fit finds a gap without booking; reserve marks a span busy over whatever is there.
+  tp::golden::Calendar d;
+  (void)d.book(10, 5, 1);  // [10, 15)
+  (void)d.book(20, 5, 1);  // [20, 25)
+  EXPECT_EQ(d.first_fit(0, 10), 0u);
+  EXPECT_EQ(d.first_fit(5, 6), 25u);  // [5, 10) and [15, 20) are too short
+  EXPECT_EQ(d.first_fit(15, 5), 15u);
+  EXPECT_EQ(d.intervals(), 2u);
+  d.reserve(12, 22);  // joins both
+  EXPECT_EQ(d.intervals(), 1u);
+  EXPECT_EQ(d.first_fit(0, 11), 25u);
+  d.reserve(30, 32);
+  d.reserve(25, 30);  // touches both sides
+  EXPECT_EQ(d.intervals(), 1u);
+  EXPECT_EQ(d.first_fit(11, 1), 32u);
+  d.reserve(40, 40);  // empty
+  EXPECT_EQ(d.intervals(), 1u);
 }
 
 // VMEM's and the accumulators' storage (lazy_zero.h): zero without being written, on both of its

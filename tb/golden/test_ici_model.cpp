@@ -70,6 +70,25 @@ TEST(IciRoute, Ring1x8) {
   EXPECT_EQ(route_vcs(t, full_slice(t), {0, 6}, {0, 1}, 2, 0), (Vcs{0, 1, 1}));
 }
 
+// With ClassChoice (the router's entry_class): a packet whose way along a ring does not cross the
+// dateline enters it in class 1 from an odd coordinate or when it ends next to the dateline; one
+// that crosses enters in class 0 and takes class 1 at the wrap, as without it.
+TEST(IciRoute, ClassChoice) {
+  const Torus t{8, 8};
+  const Slice all = full_slice(t);
+  EXPECT_EQ(route_vcs(t, all, {1, 0}, {3, 0}, 2, 0, true), (Vcs{1, 1}));  // odd entry
+  EXPECT_EQ(route_vcs(t, all, {1, 0}, {3, 0}, 2, 0), (Vcs{0, 0}));
+  EXPECT_EQ(route_vcs(t, all, {2, 0}, {4, 0}, 2, 0, true), (Vcs{0, 0}));     // even entry
+  EXPECT_EQ(route_vcs(t, all, {4, 0}, {7, 0}, 2, 0, true), (Vcs{1, 1, 1}));  // ends next to the dateline
+  EXPECT_EQ(route_vcs(t, all, {3, 0}, {0, 0}, 2, 0, true), (Vcs{1, 1, 1}));  // the same, going negative
+  EXPECT_EQ(route_vcs(t, all, {1, 0}, {6, 0}, 4, 1, true), (Vcs{1, 3, 3}));  // 1, 0, 7, 6: class 0 until the wrap
+  // X from an odd coordinate, then Y entered at an even one: classes 1, then 0.
+  EXPECT_EQ(route_vcs(t, all, {1, 0}, {2, 2}, 2, 0, true), (Vcs{1, 0, 0}));
+  // A partial ring has no dateline: only the parity counts.
+  EXPECT_EQ(route_vcs(t, Slice{0, 0, 4, 8}, {1, 0}, {3, 0}, 2, 0, true), (Vcs{1, 1}));
+  EXPECT_EQ(route_vcs(t, Slice{0, 0, 8, 8}, {5, 0}, {3, 0}, 2, 0, true), (Vcs{1, 1}));
+}
+
 TEST(IciRoute, Torus2x2) {
   const Torus t{2, 2};
   EXPECT_EQ(full_route(t, {0, 0}, {1, 1}), (Route{{0, 0}, {1, 0}, {1, 1}}));

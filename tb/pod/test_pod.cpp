@@ -597,6 +597,31 @@ TEST(Pod, FourLinksSendAndReceiveAtOnce) {
 }
 
 // Two tenants on one 2x2 pod: slice A (column 0) and slice B (column 1) run at the same time.
+// A VC's credit loop limits a stream (docs/scale.md, "Pods against the RTL pods"): on `odd`'s
+// 3x3 pod (3-flit VC buffers, links of 2 cycles) every chip streams 200 rows (2050 flits) to its
+// east neighbour; a credit comes back 2 x 2 + 2 cycles after its flit left, so the stream moves 3
+// flits every 6 cycles, about twice its flits. The fast pod times it within 1% of the RTL pod.
+TEST(Pod, FastPodStreamsAtTheCreditLoopsRate) {
+  const PodSpec p = pod(3, 3, 2, "odd");
+  const auto prog = tp::isa::assemble(
+      "ici.send vaddr=0, raddr=500, rows=200, dx=1, dy=0, rsem=3 signal=2\n"
+      "fence 3 wait=2\n"
+      "fence 3 wait=3\n"
+      "halt\n",
+      "stream.s", p.preset);
+  uint64_t cycles[2] = {};
+  const Backend backends[2] = {Backend::rtl, Backend::fast};
+  for (int k = 0; k < 2; ++k) {
+    auto s = Slice::open(p, {0, 0, 3, 3}, backends[k], options());
+    s->load_all(prog);
+    const auto st = s->run(1'000'000);
+    ASSERT_TRUE(st.ok()) << s->backend_name() << ": " << st.report;
+    cycles[k] = st.cycles;
+  }
+  EXPECT_GT(cycles[0], 2 * 2050u - 100) << "the RTL pod's stream went faster than its credit loop allows";
+  EXPECT_NEAR(double(cycles[1]) / double(cycles[0]), 1.0, 0.01) << "rtl " << cycles[0] << ", fast " << cycles[1];
+}
+
 // A's chip (0,0) sends across its boundary on purpose (abs x = 1 in a 1-wide slice, aimed at B's
 // chip (1,0), VMEM rows 64..67): it stops with ici_slice at that send and the router counts the
 // refusal. B's chips exchange their blocks meanwhile; B's chip (1,0) also fills rows 64..67 with a
