@@ -208,7 +208,7 @@ class HbmModel {
     const uint64_t due = arrive / trefi_;
     if (due <= c.refreshed) return;
     const uint64_t idle_from = std::max(c.busy_until, (c.refreshed + 1) * trefi_);
-    const bool fits = idle_from + h_.timing.trfc <= arrive, forced = due - c.refreshed >= kMaxPostpone;
+    const bool fits = idle_from < arrive, forced = due - c.refreshed >= kMaxPostpone;
     if (!fits && !forced) return;
     const uint64_t start = fits ? idle_from : arrive;
     const uint64_t end = start + h_.timing.trfc;
@@ -305,7 +305,9 @@ class FastTiming final : public ChipTiming {
         uint64_t i = 0;
         // The descriptor FIFO holds four loads: the fifth waits for the first's completion.
         const uint64_t nth = ld_count_++;  // the load's number (seq counts the queue's fences too)
-        start = std::max({ready, ld_req_free_, ld_done_[nth % ld_done_.size()]});
+        // In queue order: after a fence ahead of it (unit_free_: the fence's time, or the previous
+        // load's start).
+        start = std::max({ready, unit_free_[q], ld_req_free_, ld_done_[nth % ld_done_.size()]});
         uint64_t t = start + k_.ld_req_delay, written = ld_last_done_;
         if (!hbm_) {
           // The same as the loop below, a run of back-to-back requests at a time: over a run of
@@ -340,7 +342,7 @@ class FastTiming final : public ChipTiming {
         // The next store's requests follow this one's last (tp_dma_st takes it a cycle later);
         // four stores await their acknowledgements: the fifth waits for the first's.
         const uint64_t nth = st_count_++;  // the store's number (seq counts the queue's fences too)
-        start = std::max({ready, st_req_free_, st_done_[nth % st_done_.size()]});
+        start = std::max({ready, unit_free_[q], st_req_free_, st_done_[nth % st_done_.size()]});
         // The VMEM reads run ahead; a packed beat needs two rows, so a beat every other cycle.
         uint64_t t = start + k_.st_req_delay, acked = start;
         uint64_t i = 0;

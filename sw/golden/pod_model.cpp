@@ -63,10 +63,18 @@ PodModel::PodModel(const tp::Preset& preset, PodTopology topo, std::vector<Slice
   sent_.assign(size(), 0);
 }
 
-void PodModel::model_contention(const FastIciFigures& f) { network_.emplace(Torus{topo_.kx, topo_.ky}, f); }
+void PodModel::model_contention(const FastIciFigures& f) {
+  network_.emplace(Torus{topo_.kx, topo_.ky}, f);
+  lag_.assign(size(), 0);
+}
 
 uint64_t PodModel::book(unsigned from, Coord src, Coord dst, uint64_t rows, uint64_t send_t, uint64_t arrive_t) {
-  return network_->book(slices_.at(static_cast<std::size_t>(slice_of_.at(from))), src, dst, rows, send_t, arrive_t);
+  uint64_t& lag = lag_.at(from);
+  uint64_t late = 0;
+  const uint64_t arrive = network_->book(slices_.at(static_cast<std::size_t>(slice_of_.at(from))), src, dst, rows,
+                                         send_t + lag, arrive_t + lag, &late);
+  lag += late;
+  return arrive;
 }
 
 namespace {
@@ -180,15 +188,22 @@ PodResult PodModel::run(uint64_t max_steps) {
       all_finished = g.finished;
       watchdog = g.watchdog;
     } else if (network_) {
-      for (Pending& p : batch)  // in delivery order
-        p.msg.arrive_t =
-            book(p.from, p.msg.src, p.msg.dst, p.msg.words.size() / preset_.mxu.n, p.msg.send_t, p.msg.arrive_t);
+      std::vector<Pending*> order;  // booked in time order (booking order, docs/scale.md)
+      for (Pending& p : batch) order.push_back(&p);
+      std::stable_sort(order.begin(), order.end(),
+                       [](const Pending* a, const Pending* b) { return a->msg.send_t < b->msg.send_t; });
+      for (Pending* p : order)
+        p->msg.arrive_t =
+            book(p->from, p->msg.src, p->msg.dst, p->msg.words.size() / preset_.mxu.n, p->msg.send_t, p->msg.arrive_t);
     }
-    // Deliver what this round sent, in send order.
+    // Deliver what this round sent, in send order (arrive_t on pod time; the receiver's model
+    // takes it its lag earlier).
     for (Pending& p : batch) {
-      ChipModel& to = chips_[index(p.msg.dst.x, p.msg.dst.y)];
-      to.deliver(p.msg.raddr, p.msg.words, p.msg.rsem, p.msg.arrive_t);
-      to.note_arrival(p.msg.src, p.msg.arrive_t);
+      const unsigned d = index(p.msg.dst.x, p.msg.dst.y);
+      ChipModel& to = chips_[d];
+      const uint64_t model_t = p.msg.arrive_t - (lag_.empty() ? 0 : std::min(p.msg.arrive_t, lag_[d]));
+      to.deliver(p.msg.raddr, p.msg.words, p.msg.rsem, model_t);
+      to.note_arrival(p.msg.src, model_t);
       latest_arrival_ = std::max(latest_arrival_, p.msg.arrive_t);
       ++out.messages;
       moved = true;
@@ -206,6 +221,8 @@ PodResult PodModel::run(uint64_t max_steps) {
   out.est_cycles.resize(size());
   for (unsigned i = 0; i < size(); ++i) out.est_cycles[i] = chips_[i].stats().est_cycles;  // 0 where it never ran
   if (comm_) gather_results(out);
+  for (unsigned i = 0; i < size() && !lag_.empty(); ++i)
+    if (out.est_cycles[i] != 0) out.est_cycles[i] += lag_[i];  // on pod time
   out.chips = last_;
   out.pod_est_cycles = latest_arrival_;
   for (unsigned i = 0; i < size(); ++i) {
@@ -302,6 +319,8 @@ PodModel::RoundState PodModel::exchange_round(std::vector<Pending>& batch, Round
   if (network_) {
     // Every rank books every message in that order; each keeps the arrivals of its own.
     std::stable_sort(bookings.begin(), bookings.end(), by_sender);
+    std::stable_sort(bookings.begin(), bookings.end(),
+                     [](const Booking& a, const Booking& b) { return a.send_t < b.send_t; });
     std::map<std::pair<uint32_t, uint64_t>, uint64_t> arrival;
     for (const Booking& b : bookings)
       arrival[{b.from, b.seq}] = book(b.from, b.src, b.dst, b.rows, b.send_t, b.arrive_t);

@@ -18,10 +18,13 @@
 // - the arrival moves later by as much as its tail left the last link later than on an idle
 //   network. Never earlier: on an idle network the arrival is the timing model's.
 // The sender's own timing does not see these delays (its ici.send completes as on an idle
-// network); what comes after in its program waits only through the arrivals.
+// network); the pod (PodModel::model_contention) lets the whole chip fall behind its model by
+// the most its transfers were late.
 //
-// Transfers are booked in the order the pod hands them over (its rounds, then sender index, then
-// send order), not in time order; the calendars fill gaps, so a later-booked transfer that is
+// Transfers are booked in the order the pod hands them over: its rounds, and in a round by send
+// time (then sender index and send order), so that within a round no sender's transfers come
+// first only for its index (a 3x3 all-to-all, one round, went from 7% slow to 4% fast so). Across
+// rounds that is not time order; the calendars fill gaps, so a later-booked transfer that is
 // earlier in time still finds the cycles an earlier booking left. The same order on every rank
 // of a distributed pod gives the same bookings.
 #pragma once
@@ -47,8 +50,11 @@ class PodNetwork {
         engines_(4ull * t.kx * t.ky) {}
 
   // Books a transfer of `rows` rows and returns its arrival: arrive_t, or later if the links it
-  // crosses were busy.
-  uint64_t book(const Slice& s, Coord src, Coord dst, uint64_t rows, uint64_t send_t, uint64_t arrive_t) {
+  // crosses were busy. With `late`: how much later than on an idle network its tail left the
+  // first link (the sender's ICI unit held up so long: PodModel's lag).
+  uint64_t book(const Slice& s, Coord src, Coord dst, uint64_t rows, uint64_t send_t, uint64_t arrive_t,
+                uint64_t* late = nullptr) {
+    if (late) *late = 0;
     if (src == dst || rows == 0) return arrive_t;
     const std::vector<Coord> nodes = route(t_, s, src, dst);
     const std::vector<unsigned> ports = route_ports(t_, s, src, dst);
@@ -78,6 +84,12 @@ class PodNetwork {
       if (!vcs.empty()) vc_hold_[links[i] * f_.vcs + vcs[i]].reserve(head[i], tail[i]);
     }
     if (send_t >= engine.send_t) engine = Engine{send_t, tail[0]};
+    if (late) {
+      // The sender's ICI unit is done when the router took its last flit: a VC buffer's worth
+      // before the tail left the first link, if it was held there.
+      const uint64_t sent = std::max(head[0] + span, tail[0] - std::min<uint64_t>(tail[0], f_.credit_flits));
+      *late = sent - std::min(sent, send_t + f_.send_lead + span);
+    }
     uint64_t end = 0;
     for (std::size_t i = 0; i < ports.size(); ++i) {
       const auto [first, last] = links_[links[i]].book(head[i], f, 1);

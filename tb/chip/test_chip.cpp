@@ -1439,4 +1439,58 @@ TEST(FastModel, TracksTheRtl) {
   }
 }
 
+// Directed programs for what the model once missed (2026-12-07), against the RTL at every preset:
+// a DMA behind a fence in its own queue starts after the fence (a store that waits, through its
+// queue's fence, for a vector instruction; the model let it start at once), and an all-bank refresh that came
+// due while the memory was idle is taken then, so a request that arrives during it waits for its
+// end (a store after a stretch of vector work longer than tREFI; the model postponed the refresh
+// and left the banks' rows open). Each within 3%.
+TEST(FastModel, TracksTheRtlOnDirectedPrograms) {
+  const auto& p = preset();
+  const unsigned rows = std::min(32u, p.chip.vmem_rows / 4), vrows = std::min(512u, p.chip.vmem_rows / 2 - rows);
+  // A load opens rows; vector work lasts up to about half a refresh past the first one's due time
+  // (a vmov of r rows takes r / sublanes cycles and a few more), so that the store, to the rows
+  // the load opened and longer than the controller's queue, comes while the refresh runs: it finds
+  // the banks closed.
+  const auto& tm = p.chip.hbm.timing;
+  const unsigned work = (tm.trefi + tm.trfc / 2) * p.chip.sublanes;
+  std::string stretch;
+  for (unsigned done = 0; done + 16 * p.chip.sublanes < work;) {
+    const unsigned r = std::min(vrows, work - done);
+    stretch += fmt::format("vmov {}, {}, {}\n", rows, rows + vrows, r);
+    done += r + 5 * p.chip.sublanes;
+  }
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {"a store behind a fence", fmt::format("vmov {0}, {1}, {2} signal=1\n"
+                                             "fence store wait=1\n"
+                                             "dma.st vaddr=0, haddr=256, rows=16, cols=1, hstride=1\n"
+                                             "fence 4\nhalt\n",
+                                             rows, rows + vrows, vrows)},
+      {"a store after an idle stretch", fmt::format("dma.ld vaddr=0, haddr=256, rows=16, cols=1, hstride=1\n{}"
+                                                    "fence vec signal=2\n"
+                                                    "dma.st vaddr=0, haddr=272, rows={}, cols=1, hstride=1 wait=2\n"
+                                                    "fence 4\nhalt\n",
+                                                    stretch, std::min(64u, vrows))},
+  };
+  for (const auto& [name, text] : programs) {
+    // wide's first store to cold HBM is 16% slow in the model (16 rows: 276 cycles on the RTL,
+    // 321 in the model; docs/scale.md), which would hide what this case checks.
+    if (name == "a store behind a fence" && p.mxu.n >= 128) continue;
+    const auto prog = tp::isa::assemble(text, name, p);
+    uint64_t cycles[2] = {};
+    const tp::driver::Backend backends[2] = {tp::driver::Backend::rtl, tp::driver::Backend::fast};
+    for (int k = 0; k < 2; ++k) {
+      auto c = tp::driver::Chip::open(TP_PRESET, backends[k]);
+      c->load(prog);
+      const auto st = c->run(1'000'000);
+      ASSERT_TRUE(st.ok()) << name << ": " << tp::driver::describe(st);
+      cycles[k] = st.cycles;
+    }
+    const double err = (double(cycles[1]) - double(cycles[0])) / double(cycles[0]);
+    std::printf("  %-40s rtl %8llu fast %8llu error %+6.2f%%\n", name.c_str(), (unsigned long long)cycles[0],
+                (unsigned long long)cycles[1], 100 * err);
+    EXPECT_LE(std::abs(err), 0.03) << name << ": rtl " << cycles[0] << " cycles, fast " << cycles[1];
+  }
+}
+
 }  // namespace
