@@ -339,8 +339,10 @@ class FastTiming final : public ChipTiming {
       }
       case Op::dma_st: {
         const uint64_t beats = uint64_t{f.rows} * f.cols;
-        // The next store's requests follow this one's last (tp_dma_st takes it a cycle later);
-        // four stores await their acknowledgements: the fifth waits for the first's.
+        // The next store starts two cycles after this one's last request (on the RTL, 32 stores
+        // of r rows back to back take r + 3 cycles each at every test preset, 2026-12-07; the
+        // model gave r + 2); four stores await their acknowledgements: the fifth waits for the
+        // first's.
         const uint64_t nth = st_count_++;  // the store's number (seq counts the queue's fences too)
         start = std::max({ready, unit_free_[q], st_req_free_, st_done_[nth % st_done_.size()]});
         // The VMEM reads run ahead; a packed beat needs two rows, so a beat every other cycle.
@@ -357,9 +359,9 @@ class FastTiming final : public ChipTiming {
           if (hbm_) req = hbm_->write(req, beat);
           acked = std::max(acked, req + k_.wr_ack);
           t = req + (f.packed ? 2 : 1);
-          st_req_free_ = req + 1;
+          st_req_free_ = req + 2;
         }
-        if (!hbm_ && !f.packed) st_req_free_ = t;
+        if (!hbm_ && !f.packed) st_req_free_ = t + 1;
         complete = acked;
         st_done_[nth % st_done_.size()] = complete;
         unit_free_[q] = start;
