@@ -15,30 +15,33 @@
 // The fast chip model's timing (docs/scale.md, "The fast chip model"): the dataflow estimate's
 // structure (chip_timing.cpp) with the RTL's resources that the estimate leaves out:
 //  - the queues: an instruction leaves its queue (freeing the slot the front end waits for) when
-//    it starts, not when it completes;
+//    it starts, not when it completes; nothing starts before a fence ahead of it in its queue;
 //  - the memory port: one request a cycle for the load and the store DMA, the loads first (the
 //    arbiter alternates; see request());
 //  - the load DMA: its beats requested one a cycle as the port takes them, the next load's
 //    following while the data still arrive (four loads in flight, tp_dma_ld), its rows written
 //    into VMEM one a cycle (a packed beat is two);
-//  - the store DMA: a beat a cycle (every other cycle packed), the next store's requests after
-//    this one's last (four stores awaiting acknowledgements, tp_dma_st), complete when the last
-//    is acknowledged (the memory model's latency, or on HBM when it is queued);
+//  - the store DMA: a beat a cycle (every other cycle packed), the next store two cycles after
+//    this one's last request (four stores awaiting acknowledgements, tp_dma_st), complete when
+//    the last is acknowledged (the memory model's latency, or on HBM when it is queued);
 //  - behind the port the memory model's fixed latency, or the HBM model (HbmModel): the address
-//    map, open rows, tRP/tRCD/tRRD/tFAW, CL, the data buses, the queues, postponed refresh,
-//    and the writes drained in batches (bus time), or where each write needs an activate timed
-//    as the reads, holding their queue entries until their column command;
+//    map, open rows, tRP/tRCD/tRRD/tFAW, CL, the data buses, the queues, refresh (taken when
+//    due if the memory is idle, else postponed), and the writes drained in batches (bus time),
+//    or where each write needs an activate timed as the reads, holding their queue entries
+//    until their column command;
 //  - every unit starts a cycle after its instruction is ready (dispatched, its semaphore count
 //    arrived); the MXU and fences as the dataflow estimate, but mxu.mm's drain is 2n + 2; the
 //    vector unit S rows a cycle, or with operand a from the accumulators one row a cycle (their
 //    one read port);
 //  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), a lead of a few cycles
-//    before the first flit, and per hop the router's pipeline on top of the link latency.
+//    before the first flit, per hop the router's pipeline on top of the link latency, and the
+//    VCs' credit loop (FastIciFigures::stream_cycles).
 // The interpreter runs each queue's instructions atomically in an order of its own, not in time
 // order, so the shared resources (the port, the data buses) are calendars of busy intervals that
 // a later-placed stream fills around an earlier one. Left out: VMEM bank conflicts between the
-// units, the write drains' row conflicts with the reads, and the routers' contention
-// (docs/scale.md has the calibration table and what each of these costs).
+// units and the write drains' row conflicts with the reads (docs/scale.md has the calibration
+// table and what each of these costs); the routers' contention is the fast pod's
+// (pod_network.h).
 
 namespace tp::golden {
 
@@ -200,9 +203,10 @@ class HbmModel {
   bool writes_activate() const { return h_.bank_interleave; }
 
   // All-bank refresh (docs/hbm.md): one due every tREFI, postponed while requests wait, taken
-  // when the pseudo-channel is idle (a request arrives after the last one's data), forced once
-  // MaxPostpone are due; it closes every bank for tRFC. Single-bank refresh takes a bank no
-  // request wants, so the streams do not see it: not modelled.
+  // at the first idle cycle at or after it came due (the last data done) if that is before this
+  // request, which then waits for its end; forced once MaxPostpone are due; it closes every bank
+  // for tRFC. Single-bank refresh takes a bank no request wants, so the streams do not see it:
+  // not modelled.
   void refresh(Pc& c, uint64_t arrive) {
     if (h_.per_bank_refresh) return;
     const uint64_t due = arrive / trefi_;
@@ -388,14 +392,14 @@ class FastTiming final : public ChipTiming {
         // S rows a cycle; operand a from the accumulators comes one row a cycle through their
         // read port and is gathered into groups of S, a group going through the lanes in the
         // cycle the next group's first row arrives (the last group's a cycle after its last row).
-        const uint64_t groups = (f.rows + sublanes_ - 1) / sublanes_;
         start = std::max(ready, unit_free_[q]);
         // With a from the accumulators and b from VMEM, b's stream starts behind a's: 2 cycles more
         // (`vadd` with the bias row, 12 rows: 19 cycles on the RTL at every test preset).
         const uint64_t b_lead = f.a_acc && isa::uses_b(in.op) ? k_.acc_b_lead : 0;
         // VMEM reads a cycle: S rows of a (unless from the accumulators), and of b S or one (broadcast).
         const unsigned reads = (f.a_acc ? 0 : sublanes_) + (isa::uses_b(in.op) ? (f.b_bcast ? 1 : sublanes_) : 0);
-        const uint64_t work = f.a_acc ? f.rows + 1 : groups, tail = k_.vec_extra + b_lead + (isa::latency(in.op) - 1);
+        const uint64_t work = f.a_acc ? f.rows + 1 : vmem_read_cycles(in),
+                       tail = k_.vec_extra + b_lead + (isa::latency(in.op) - 1);
         const uint64_t end = vector_end(start, work, reads, mxu_rows_);
         complete = end + tail;
         unit_free_[q] = complete;
@@ -468,6 +472,34 @@ class FastTiming final : public ChipTiming {
   }
 
   uint64_t send_cycles(uint64_t rows) const { return ici_.stream_cycles(ici_.flits(rows)); }
+
+  // Cycles a vector instruction with operand a in VMEM streams its groups: each sublane reads its
+  // rows of a, b and the vsel mask (a broadcast b: the same row in every sublane, every group),
+  // row r from bank r % banks, a bank one row a cycle (tp_vpu, tp_vmem); the streams run ahead
+  // of the lanes (their FIFOs), so the instruction takes a group a cycle or as many cycles as its
+  // busiest bank has reads in all, whichever is more. On `odd` (3 banks, 3 sublanes) a vsel takes
+  // 3 cycles a group; on the RTL a random program's vsel of 33 rows took 36 cycles, 13 in the
+  // model before (2026-12-07).
+  uint64_t vmem_read_cycles(const isa::Instr& in) const {
+    const isa::Fields& f = in.f;
+    const uint64_t groups = (f.rows + sublanes_ - 1) / sublanes_;
+    std::array<uint64_t, 64> load{};  // banks <= 64
+    // Rows [first, first + rows) put rows / banks reads on every bank, one more on the first
+    // rows % banks from first's bank.
+    const auto stream = [&](uint64_t first, uint64_t rows) {
+      for (unsigned k = 0; k < banks_; ++k) load[k] += rows / banks_;
+      for (uint64_t k = 0; k < rows % banks_; ++k) ++load[(first + k) % banks_];
+    };
+    stream(f.a, f.rows);
+    if (isa::uses_b(in.op)) {
+      if (f.b_bcast)
+        load[f.b % banks_] += f.rows;
+      else
+        stream(f.b, f.rows);
+    }
+    if (isa::uses_mask(in.op)) stream(f.imm, f.rows);
+    return std::max(groups, *std::max_element(load.begin(), load.begin() + banks_));
+  }
 
   // A vector instruction's streaming, `work` cycles from start alone: while the MXU's row streamer
   // reads its rows (the VMEM's priority client, a bank a cycle), the vector unit's reads lose the
