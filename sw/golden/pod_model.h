@@ -92,13 +92,13 @@ class PodModel {
   bool owns(unsigned x, unsigned y) const { return mine(index(x, y)); }
 
   // Link contention (pod_network.h) for the fast pod: each round's messages take turns on the
-  // links they cross, in the order the pod delivers them, and arrive later when they met busy
-  // links. A chip whose transfer left later than its model sent it (its ICI unit held up by the
-  // network) falls behind its model by as much, as a fast chip in a mixed pod does
-  // (sw/sim/golden_pod_chip.h): its lag, the most any of its transfers was late so far. The
-  // pod's time is a chip's model time plus its lag: its sends leave and its estimate ends that
-  // much later, and an arrival reaches its model that much earlier. Off by default (the golden
-  // pod's estimate has an idle network). Call before run().
+  // links and VCs they cross, booked in send-time order (then sender index and send order), and
+  // arrive later when they met busy ones. A chip whose transfer left later than its model sent
+  // it (its ICI unit held up by the network) falls behind its model by as much, as a fast chip
+  // in a mixed pod does (sw/sim/golden_pod_chip.h): its lag, the most any of its transfers was
+  // late so far. The pod's time is a chip's model time plus its lag: its sends leave and its
+  // estimate ends that much later, and an arrival reaches its model that much earlier. Off by
+  // default (the golden pod's estimate has an idle network). Call before run().
   void model_contention(const FastIciFigures&);
 
   // Loads a chip's program (ChipModel::load). Throws std::invalid_argument for an idle chip.
@@ -126,7 +126,7 @@ class PodModel {
   };
   RoundState exchange_round(std::vector<Pending>& batch, RoundState mine);
   // Contention: books a message of sender `from` (its model's times) on the links; its arrival on
-  // pod time, moved later if they were busy (the round's messages of every rank, in delivery
+  // pod time, moved later if they were busy (the round's messages of every rank, in send-time
   // order); the sender's lag grows by as much as it left late.
   uint64_t book(unsigned from, Coord src, Coord dst, uint64_t rows, uint64_t send_t, uint64_t arrive_t);
   // Distributed: every rank's chips' results, on every rank.

@@ -71,7 +71,7 @@ class PodNetwork {
     // The sender's engine (one per first hop) sends its transfers in issue order: one no sooner
     // than the previous one's tail left the first link (a transfer booked after one that its
     // engine sent later, which a chip's issue order never gives, is not held back).
-    Engine& engine = engines_[4ull * (src.x + src.y * t_.kx) + ports[0]];
+    Engine& engine = engines_[links[0]];  // the first link's index: the source and its first hop's port
     uint64_t from = (send_t >= engine.send_t ? std::max(send_t, engine.tail) : send_t) + f_.send_lead;
     for (std::size_t i = 0; i < ports.size(); ++i) {
       head[i] = vcs.empty() ? from : vc_hold_[links[i] * f_.vcs + vcs[i]].first_fit(from, span);
@@ -109,7 +109,7 @@ class PodNetwork {
   struct Engine {
     uint64_t send_t = 0, tail = 0;  // its latest transfer's send and its tail on the first link
   };
-  std::vector<Engine> engines_;  // by 4 * node index + first hop's port
+  std::vector<Engine> engines_;  // by first link (as links_): the source's engine for that port
 };
 
 }  // namespace tp::golden
