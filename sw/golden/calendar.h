@@ -22,49 +22,30 @@ class Calendar {
     first_ = 0;
   }
   std::size_t intervals() const { return busy_.size() - first_; }  // disjoint, touching ones merged
+  void presize(std::size_t n) { busy_.reserve(n); }                // room for n intervals before any regrowth
 
   std::pair<uint64_t, uint64_t> book(uint64_t from, uint64_t count, uint64_t len) {
     return book_runs(from, count, len, [](uint64_t, uint64_t) {});
   }
 
   // book(), telling `run(start, slots)` of each run of back-to-back slots it placed, in order.
+  // Inlined: most bookings go at or after the last interval (extend it or append, no search);
+  // the rest fill gaps (book_gaps). This is the fast chip model's hottest path.
   template <class Run>
-  std::pair<uint64_t, uint64_t> book_runs(uint64_t from, uint64_t count, uint64_t len, Run&& run) {
+  [[gnu::always_inline]] std::pair<uint64_t, uint64_t> book_runs(uint64_t from, uint64_t count, uint64_t len,
+                                                                 Run&& run) {
     if (count == 0 || len == 0) return {from, from};
-    // Most bookings go at or after the last interval: extend it or append, no search.
-    if (intervals() == 0 || from >= busy_.back().second) {
+    const bool any = busy_.size() > first_;
+    if (!any || from >= busy_.back().second) {
       const uint64_t end = from + count * len;
-      if (intervals() != 0 && busy_.back().second == from)
+      if (any && busy_.back().second == from)
         busy_.back().second = end;
       else
         busy_.emplace_back(from, end);
       run(from, count);
       return {from, end};
     }
-    uint64_t first = 0, end = from;
-    bool have_first = false;
-    uint64_t t = from;
-    while (count > 0) {
-      // The interval that contains t or the next one after it.
-      std::size_t i = after(t);  // the first interval starting after t
-      if (i > first_ && busy_[i - 1].second > t) {
-        t = busy_[i - 1].second;
-        continue;
-      }
-      const uint64_t gap_end = i == busy_.size() ? UINT64_MAX : busy_[i].first;
-      const uint64_t fit = std::min<uint64_t>(count, (gap_end - t) / len);
-      if (fit == 0) {
-        t = busy_[i].second;
-        continue;
-      }
-      if (!have_first) first = t, have_first = true;
-      end = t + fit * len;
-      insert(i, t, end);
-      run(t, fit);
-      count -= fit;
-      t = end;
-    }
-    return {have_first ? first : from, end};
+    return book_gaps(from, count, len, run);
   }
 
   // The earliest t >= from at which a slot of `len` fits a gap (nothing is booked).
@@ -100,11 +81,58 @@ class Calendar {
   }
 
  private:
-  // Index of the first (live) interval that starts after t.
+  // book_runs() where the slots go into gaps: apart from the fast path above, so that the
+  // appending case inlines into its callers (the fast model's hottest path).
+  template <class Run>
+  std::pair<uint64_t, uint64_t> book_gaps(uint64_t from, uint64_t count, uint64_t len, Run& run) {
+    uint64_t first = 0, end = from;
+    bool have_first = false;
+    uint64_t t = from;
+    while (count > 0) {
+      // The interval that contains t or the next one after it.
+      std::size_t i = after(t);  // the first interval starting after t
+      if (i > first_ && busy_[i - 1].second > t) {
+        t = busy_[i - 1].second;
+        continue;
+      }
+      const uint64_t gap_end = i == busy_.size() ? UINT64_MAX : busy_[i].first;
+      // (A division only where the gap is short of all of them: this is the model's hot path.)
+      const uint64_t room = gap_end - t;
+      uint64_t need = 0;
+      const bool all = !__builtin_mul_overflow(count, len, &need) && need <= room;
+      const uint64_t fit = all ? count : room / len;
+      if (fit == 0) {
+        t = busy_[i].second;
+        continue;
+      }
+      if (!have_first) first = t, have_first = true;
+      end = t + fit * len;
+      insert(i, t, end);
+      run(t, fit);
+      count -= fit;
+      t = end;
+    }
+    return {have_first ? first : from, end};
+  }
+
+  // Index of the first (live) interval that starts after t. Bookings mostly land near the end
+  // (the model places instructions roughly in time order), so the search gallops back from the
+  // end: steps of 1, 2, 4, ... until an interval starts at or before t, then a binary search in
+  // the last step.
   std::size_t after(uint64_t t) const {
-    const auto it = std::upper_bound(busy_.begin() + static_cast<std::ptrdiff_t>(first_), busy_.end(), t,
-                                     [](uint64_t v, const std::pair<uint64_t, uint64_t>& b) { return v < b.first; });
-    return static_cast<std::size_t>(it - busy_.begin());
+    std::size_t hi = busy_.size(), step = 1;
+    while (hi > first_ && busy_[hi - 1].first > t) {
+      const std::size_t lo = hi - first_ > step ? hi - step : first_;
+      if (busy_[lo].first <= t) {
+        const auto it = std::upper_bound(
+            busy_.begin() + static_cast<std::ptrdiff_t>(lo), busy_.begin() + static_cast<std::ptrdiff_t>(hi), t,
+            [](uint64_t v, const std::pair<uint64_t, uint64_t>& b) { return v < b.first; });
+        return static_cast<std::size_t>(it - busy_.begin());
+      }
+      hi = lo;
+      step *= 2;
+    }
+    return hi;
   }
   // [s, e) into the gap before interval i, merged with the neighbours it touches.
   void insert(std::size_t i, uint64_t s, uint64_t e) {

@@ -49,6 +49,10 @@ namespace {
 
 using isa::Op;
 
+// Intervals a calendar has room for from the start (short programs would otherwise spend a
+// noticeable part of their run growing the vectors).
+constexpr std::size_t kPresize = 256;
+
 constexpr unsigned kMxu = static_cast<unsigned>(isa::Unit::mxu);
 constexpr unsigned kVec = static_cast<unsigned>(isa::Unit::vec);
 
@@ -64,6 +68,7 @@ class HbmModel {
   explicit HbmModel(const tp::Preset& p) : h_(p.chip.hbm), n_(p.mxu.n) {
     nc_ = h_.channels * h_.pseudo_channels;
     cb_ = static_cast<unsigned>(std::bit_width(nc_ - 1));
+    fold_ = std::has_single_bit(cb_);
     nb_ = h_.bank_groups * h_.banks_per_group;
     bw_ = static_cast<unsigned>(std::bit_width(nb_ - 1));
     cw_ = static_cast<unsigned>(std::bit_width(h_.columns - 1));
@@ -75,6 +80,7 @@ class HbmModel {
     pcs_.assign(nc_, Pc{});
     for (auto& c : pcs_) {
       c.banks.assign(nb_, Bank{});
+      c.bus.presize(kPresize);
       c.rq.assign(h_.queue + kPartQueue, 0);
       if (h_.write_queue > 0) c.wq.assign(h_.write_queue + kPartQueue, 0);
     }
@@ -117,11 +123,11 @@ class HbmModel {
     unsigned act_i = 0;
     uint64_t last_act = 0;
     bool any_act = false;
-    uint64_t busy_until = 0;       // the last data or refresh
-    uint64_t refreshed = 0;        // all-bank refreshes taken
-    std::vector<uint64_t> rq, wq;  // queue entries (reads and writes, or all in rq): when each frees
-    uint64_t rq_i = 0, wq_i = 0;
-    uint64_t write_debt = 0;  // data-bus cycles of queued writes not yet drained
+    uint64_t busy_until = 0;         // the last data or refresh
+    uint64_t refreshed = 0;          // all-bank refreshes taken
+    std::vector<uint64_t> rq, wq;    // queue entries (reads and writes, or all in rq): when each frees
+    std::size_t rq_i = 0, wq_i = 0;  // the next entry of each, round the ring
+    uint64_t write_debt = 0;         // data-bus cycles of queued writes not yet drained
   };
 
   // One burst (the port's burst number) entering its controller at t: when its data are done.
@@ -130,13 +136,20 @@ class HbmModel {
     uint64_t laddr = b;
     if (nc_ > 1) {
       const uint64_t blk = b >> 3;
-      if (std::has_single_bit(cb_)) {  // the XOR of every cb-bit chunk, by folding halves
-        uint64_t x = blk;
-        for (unsigned w = 64; w > cb_; w /= 2) x ^= x >> (w / 2);
-        pc = static_cast<unsigned>(x & (nc_ - 1));
-      } else {
-        for (unsigned k = 0; k < 64; k += cb_) pc ^= static_cast<unsigned>((blk >> k) & (nc_ - 1));
+      if (blk != last_blk_) {  // a block's 8 bursts in a row are the common case
+        last_blk_ = blk;
+        last_pc_ = 0;
+        if (cb_ == 1) {  // two pseudo-channels: the parity
+          last_pc_ = static_cast<unsigned>(__builtin_parityll(blk));
+        } else if (fold_) {  // the XOR of every cb-bit chunk, by folding halves
+          uint64_t x = blk;
+          for (unsigned w = 64; w > cb_; w /= 2) x ^= x >> (w / 2);
+          last_pc_ = static_cast<unsigned>(x & (nc_ - 1));
+        } else {
+          for (unsigned k = 0; k < 64; k += cb_) last_pc_ ^= static_cast<unsigned>((blk >> k) & (nc_ - 1));
+        }
       }
+      pc = last_pc_;
       laddr = ((blk >> cb_) << 3) | (b & 7);
     }
     unsigned bank = 0;
@@ -150,8 +163,9 @@ class HbmModel {
     const auto& tm = h_.timing;
     // A queue entry: the part queue's and the controller's, freed when the burst's CAS issues.
     auto& entries = write && !c.wq.empty() ? c.wq : c.rq;
-    uint64_t& idx = write && !c.wq.empty() ? c.wq_i : c.rq_i;
-    uint64_t& slot = entries[idx++ % entries.size()];
+    std::size_t& idx = write && !c.wq.empty() ? c.wq_i : c.rq_i;
+    uint64_t& slot = entries[idx];
+    if (++idx == entries.size()) idx = 0;  // round the ring (no division: this is the model's hottest path)
     const uint64_t arrive = std::max(t + kCtrlDelay, slot);
     accepted_ = std::max(accepted_, arrive - kCtrlDelay);
     refresh(c, arrive);
@@ -208,9 +222,8 @@ class HbmModel {
   // for tRFC. Single-bank refresh takes a bank no request wants, so the streams do not see it:
   // not modelled.
   void refresh(Pc& c, uint64_t arrive) {
-    if (h_.per_bank_refresh) return;
+    if (h_.per_bank_refresh || arrive < (c.refreshed + 1) * trefi_) return;  // none due (no division: hot)
     const uint64_t due = arrive / trefi_;
-    if (due <= c.refreshed) return;
     const uint64_t idle_from = std::max(c.busy_until, (c.refreshed + 1) * trefi_);
     const bool fits = idle_from < arrive, forced = due - c.refreshed >= kMaxPostpone;
     if (!fits && !forced) return;
@@ -233,6 +246,9 @@ class HbmModel {
 
   tp::HbmConfig h_;
   unsigned n_, nc_ = 1, cb_ = 0, nb_ = 1, bw_ = 0, cw_ = 0;
+  bool fold_ = false;               // cb_ a power of two: the chunks' XOR by folding halves
+  uint64_t last_blk_ = UINT64_MAX;  // the last burst's block of 8 and its pseudo-channel
+  unsigned last_pc_ = 0;
   uint64_t trefi_ = 1;
   std::vector<Pc> pcs_;
   uint64_t last_ready_ = 0;
@@ -281,6 +297,8 @@ class FastTiming final : public ChipTiming {
     st_count_ = ld_count_ = 0;
     port_.clear();
     ld_port_.clear();
+    port_.presize(kPresize);
+    ld_port_.presize(kPresize);
     if (hbm_) hbm_->reset();
   }
 
@@ -325,9 +343,10 @@ class FastTiming final : public ChipTiming {
           });
           i = beats;
         }
+        BeatWalk walk{f};
         for (; i < beats; ++i) {
           uint64_t req = request(t, true);
-          const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
+          const uint64_t beat = walk.next();
           uint64_t data = req + k_.mem_latency;
           if (hbm_) std::tie(req, data) = hbm_->read(req, beat);
           data += k_.rd_pipe;
@@ -357,9 +376,10 @@ class FastTiming final : public ChipTiming {
           acked = std::max(acked, t - 1 + k_.wr_ack);
           i = beats;
         }
+        BeatWalk walk{f};
         for (; i < beats; ++i) {
           uint64_t req = request(t, false);
-          const uint64_t beat = f.haddr + (i / f.cols) * f.hstride + i % f.cols;
+          const uint64_t beat = walk.next();
           if (hbm_) req = hbm_->write(req, beat);
           acked = std::max(acked, req + k_.wr_ack);
           t = req + (f.packed ? 2 : 1);
@@ -470,6 +490,18 @@ class FastTiming final : public ChipTiming {
     }
     return port_.book(t, 1, 1).first;
   }
+
+  // A DMA's HBM beats in order: `rows` rows of `cols` beats from haddr, hstride apart (a counter
+  // per row rather than a division per beat).
+  struct BeatWalk {
+    explicit BeatWalk(const isa::Fields& f) : row(f.haddr), cols(f.cols), stride(f.hstride) {}
+    uint64_t next() {
+      const uint64_t beat = row + col;
+      if (++col == cols) col = 0, row += stride;
+      return beat;
+    }
+    uint64_t row, col = 0, cols, stride;
+  };
 
   uint64_t send_cycles(uint64_t rows) const { return ici_.stream_cycles(ici_.flits(rows)); }
 
