@@ -294,7 +294,7 @@ class FastTiming final : public ChipTiming {
     mxu_ = MxuTiming{};
     ld_req_free_ = ld_last_done_ = st_req_free_ = 0;
     st_done_.fill(0);
-    st_count_ = ld_count_ = 0;
+    st_count_ = ld_count_ = placed_ = 0;
     port_.clear();
     ld_port_.clear();
     port_.presize(kPresize);
@@ -313,7 +313,10 @@ class FastTiming final : public ChipTiming {
   void scalar(bool paired) override { front_t_ += paired ? 0 : 1; }
 
   TimeSpan execute(unsigned q, uint64_t seq, const isa::Instr& in, uint64_t ready, unsigned engine) override {
-    prune();  // before this instruction leaves pending_: it may book from its own dispatch on
+    // Before this instruction leaves pending_ (it may book from its own dispatch on); every
+    // kPruneEvery instructions: forgetting the past sooner changes no booking, and the scans
+    // were 7% of a timing-only run on `tiny`.
+    if (++placed_ % kPruneEvery == 0) prune();
     if (!pending_[q].empty()) pending_[q].pop_front();
     const isa::Fields& f = in.f;
     uint64_t start = 0, complete = 0;
@@ -628,6 +631,8 @@ class FastTiming final : public ChipTiming {
   std::array<uint64_t, 4> ld_done_{};     // completions of the last four loads, by ld_count_ % 4
   std::array<uint64_t, 4> st_done_{};     // completions of the last four stores, by st_count_ % 4
   uint64_t st_count_ = 0, ld_count_ = 0;  // stores and loads placed
+  uint64_t placed_ = 0;                   // instructions placed (prune())
+  static constexpr uint64_t kPruneEvery = 32;
   uint64_t front_t_ = 0;
   MxuTiming mxu_;
   uint64_t ld_req_free_ = 0, ld_last_done_ = 0, st_req_free_ = 0;
