@@ -113,4 +113,53 @@ TEST_F(HbmSystem, SingleBitErrorsAreCorrectedInEveryPseudoChannel) {
   }
 }
 
+// Double-bit errors under the subsystem: the same window written, then in every fourth burst
+// each pseudo-channel holds two stored bits of one codeword flip (data or check bits; found as
+// above), and every burst is read back once: each such read reaches the requester as an error
+// (rsp_err_o), the others return the written data, and each pseudo-channel's cnt_ecc_fatal_o
+// counts its own (cnt_ecc_corrected_o none). Before this test only pseudo-channels 0 and 2 of
+// the subsystem had ever reported a double-bit error (make coverage, 2026-12-07).
+TEST_F(HbmSystem, DoubleBitErrorsAreReportedInEveryPseudoChannel) {
+  const uint32_t window = 64 * 8 * h_->channels();
+  for (uint32_t a = 0; a < window; ++a) {
+    tp::tb::HbmRequest r{true, a, a % 16, {}, ~0u, 0};
+    for (auto& x : r.data.b) x = static_cast<uint8_t>(rng_());
+    h_->queue(r);
+  }
+  ASSERT_NO_THROW(h_->run());
+  const unsigned banks = cfg_.bank_groups * cfg_.banks_per_group;
+  std::vector<uint64_t> doubles(h_->channels(), 0);
+  uint64_t written = 0;
+  for (unsigned c = 0; c < h_->channels(); ++c)
+    for (unsigned b = 0; b < banks; ++b)
+      for (unsigned row = 0; row < 4; ++row)
+        for (unsigned col = 0; col < cfg_.columns; ++col) {
+          const auto d = h_->device(c).peek(b, row, col);
+          if (std::all_of(d.begin(), d.end(), [](uint8_t x) { return x == 0; })) continue;  // not written
+          if (written++ % 4 != 0) continue;
+          // Codeword w is stored bits [72 w, 72 w + 72) (64 data bits and 8 check bits, tp_hbm_ctrl).
+          const unsigned word = static_cast<unsigned>(rng_() % 4), first = static_cast<unsigned>(rng_() % 72);
+          const unsigned second = (first + 1 + static_cast<unsigned>(rng_() % 71)) % 72;  // another bit
+          h_->device(c).flip_stored_bit(b, row, col, 72 * word + first);
+          h_->device(c).flip_stored_bit(b, row, col, 72 * word + second);
+          ++doubles[c];
+        }
+  ASSERT_EQ(written, window) << "every written burst found once in the devices";
+  uint64_t total = 0;
+  for (unsigned c = 0; c < h_->channels(); ++c) {
+    EXPECT_GT(doubles[c], 0u) << "pseudo-channel " << c << " holds no double-bit error";
+    total += doubles[c];
+  }
+  for (uint32_t a = 0; a < window; ++a) h_->queue({false, a, a % 16, {}, 0, 0});
+  ASSERT_NO_THROW(h_->run(0.2, 0.3));
+  for (const auto& e : h_->errors()) ADD_FAILURE() << e;
+  EXPECT_EQ(h_->mismatches(), 0u) << "a clean read returned other data";
+  EXPECT_EQ(h_->reads_checked(), window);
+  EXPECT_EQ(h_->fatal(), total) << "each double-bit error reaches the requester";
+  for (unsigned c = 0; c < h_->channels(); ++c) {
+    EXPECT_EQ(h_->top().cnt_ecc_fatal_o[c], doubles[c]) << "pseudo-channel " << c;
+    EXPECT_EQ(h_->top().cnt_ecc_corrected_o[c], 0u) << "pseudo-channel " << c;
+  }
+}
+
 }  // namespace
