@@ -14,7 +14,38 @@
 
 namespace {
 
-using HbmSystem = tp::tb::HbmTest<TP_HBM_SYS_CLASS>;
+class HbmSystem : public tp::tb::HbmTest<TP_HBM_SYS_CLASS> {
+ protected:
+  // The ECC tests' window: 512 bursts per pseudo-channel written with random data (returns the
+  // window's size).
+  uint32_t write_window() {
+    const uint32_t window = 64 * 8 * h_->channels();
+    for (uint32_t a = 0; a < window; ++a) {
+      tp::tb::HbmRequest r{true, a, a % 16, {}, ~0u, 0};
+      for (auto& x : r.data.b) x = static_cast<uint8_t>(rng_());
+      h_->queue(r);
+    }
+    h_->run();
+    return window;
+  }
+
+  // Calls flip(channel, bank, row, column, i) for the i-th burst the devices hold (scanning them, so the
+  // tests do not repeat the address map; an unwritten burst reads as zeros); returns how many.
+  template <class Flip>
+  uint64_t for_each_stored(Flip&& flip) {
+    const unsigned banks = cfg_.bank_groups * cfg_.banks_per_group;
+    uint64_t stored = 0;
+    for (unsigned c = 0; c < h_->channels(); ++c)
+      for (unsigned b = 0; b < banks; ++b)
+        for (unsigned row = 0; row < 4; ++row)
+          for (unsigned col = 0; col < cfg_.columns; ++col) {
+            const auto d = h_->device(c).peek(b, row, col);
+            if (std::all_of(d.begin(), d.end(), [](uint8_t x) { return x == 0; })) continue;
+            flip(c, b, row, col, stored++);
+          }
+    return stored;
+  }
+};
 
 TEST_F(HbmSystem, TrafficOverEveryPseudoChannelInOrderPerId) {
   ASSERT_GE(h_->channels(), 2u) << "the test preset should have several pseudo-channels";
@@ -74,33 +105,19 @@ TEST_F(HbmSystem, SequentialBlocksInterleaveOverPseudoChannels) {
   for (unsigned c = 0; c < h_->channels(); ++c) EXPECT_EQ(h_->top().cnt_reads_o[c], 64u) << "pseudo-channel " << c;
 }
 
-// Single-bit errors under the subsystem: every burst of a window over all pseudo-channels is
-// written, then one stored bit of each burst flips in its pseudo-channel's device (found by
-// scanning the devices' stored bursts, so the test does not repeat the address map), and every
-// burst is read back twice: the reads return the written data, and each pseudo-channel's
-// cnt_ecc_corrected_o counts its corrections (the flips it holds, twice), cnt_ecc_fatal_o none.
+// Single-bit errors under the subsystem: every burst of the window written, then one stored bit
+// of each burst flips in its pseudo-channel's device, and every burst is read back twice: the
+// reads return the written data, and each pseudo-channel's cnt_ecc_corrected_o counts its
+// corrections (the flips it holds, twice), cnt_ecc_fatal_o none.
 TEST_F(HbmSystem, SingleBitErrorsAreCorrectedInEveryPseudoChannel) {
-  const uint32_t window = 64 * 8 * h_->channels();
-  for (uint32_t a = 0; a < window; ++a) {
-    tp::tb::HbmRequest r{true, a, a % 16, {}, ~0u, 0};
-    for (auto& x : r.data.b) x = static_cast<uint8_t>(rng_());
-    h_->queue(r);
-  }
-  ASSERT_NO_THROW(h_->run());
-  const unsigned banks = cfg_.bank_groups * cfg_.banks_per_group;
+  uint32_t window = 0;
+  ASSERT_NO_THROW(window = write_window());
   std::vector<uint64_t> flips(h_->channels(), 0);
-  for (unsigned c = 0; c < h_->channels(); ++c)
-    for (unsigned b = 0; b < banks; ++b)
-      for (unsigned row = 0; row < 4; ++row)
-        for (unsigned col = 0; col < cfg_.columns; ++col) {
-          const auto d = h_->device(c).peek(b, row, col);
-          if (std::all_of(d.begin(), d.end(), [](uint8_t x) { return x == 0; })) continue;  // not written
-          h_->device(c).flip_stored_bit(b, row, col, static_cast<unsigned>(rng_() % 288));
-          ++flips[c];
-        }
-  uint64_t total = 0;
-  for (auto f : flips) total += f;
-  ASSERT_EQ(total, window) << "every written burst found once in the devices";
+  const uint64_t stored = for_each_stored([&](unsigned c, unsigned b, unsigned row, unsigned col, uint64_t) {
+    h_->device(c).flip_stored_bit(b, row, col, static_cast<unsigned>(rng_() % 288));
+    ++flips[c];
+  });
+  ASSERT_EQ(stored, window) << "every written burst found once in the devices";
   for (unsigned k = 0; k < 2; ++k)
     for (uint32_t a = 0; a < window; ++a) h_->queue({false, a, a % 16, {}, 0, 0});
   ASSERT_NO_THROW(h_->run(0.2, 0.3));
@@ -113,38 +130,26 @@ TEST_F(HbmSystem, SingleBitErrorsAreCorrectedInEveryPseudoChannel) {
   }
 }
 
-// Double-bit errors under the subsystem: the same window written, then in every fourth burst
-// each pseudo-channel holds two stored bits of one codeword flip (data or check bits; found as
-// above), and every burst is read back once: each such read reaches the requester as an error
-// (rsp_err_o), the others return the written data, and each pseudo-channel's cnt_ecc_fatal_o
-// counts its own (cnt_ecc_corrected_o none). Before this test only pseudo-channels 0 and 2 of
-// the subsystem had ever reported a double-bit error (make coverage, 2026-12-07).
+// Double-bit errors under the subsystem: the same window written, then two stored bits of one
+// codeword (data or check bits) flip in every fourth burst, and every burst is read back once:
+// each such read reaches the requester as an error (rsp_err_o), the others return the written
+// data, and each pseudo-channel's cnt_ecc_fatal_o counts its own (cnt_ecc_corrected_o none).
+// Before this test only pseudo-channels 0 and 2 of the subsystem had ever reported a double-bit
+// error (make coverage, 2026-12-07).
 TEST_F(HbmSystem, DoubleBitErrorsAreReportedInEveryPseudoChannel) {
-  const uint32_t window = 64 * 8 * h_->channels();
-  for (uint32_t a = 0; a < window; ++a) {
-    tp::tb::HbmRequest r{true, a, a % 16, {}, ~0u, 0};
-    for (auto& x : r.data.b) x = static_cast<uint8_t>(rng_());
-    h_->queue(r);
-  }
-  ASSERT_NO_THROW(h_->run());
-  const unsigned banks = cfg_.bank_groups * cfg_.banks_per_group;
+  uint32_t window = 0;
+  ASSERT_NO_THROW(window = write_window());
   std::vector<uint64_t> doubles(h_->channels(), 0);
-  uint64_t written = 0;
-  for (unsigned c = 0; c < h_->channels(); ++c)
-    for (unsigned b = 0; b < banks; ++b)
-      for (unsigned row = 0; row < 4; ++row)
-        for (unsigned col = 0; col < cfg_.columns; ++col) {
-          const auto d = h_->device(c).peek(b, row, col);
-          if (std::all_of(d.begin(), d.end(), [](uint8_t x) { return x == 0; })) continue;  // not written
-          if (written++ % 4 != 0) continue;
-          // Codeword w is stored bits [72 w, 72 w + 72) (64 data bits and 8 check bits, tp_hbm_ctrl).
-          const unsigned word = static_cast<unsigned>(rng_() % 4), first = static_cast<unsigned>(rng_() % 72);
-          const unsigned second = (first + 1 + static_cast<unsigned>(rng_() % 71)) % 72;  // another bit
-          h_->device(c).flip_stored_bit(b, row, col, 72 * word + first);
-          h_->device(c).flip_stored_bit(b, row, col, 72 * word + second);
-          ++doubles[c];
-        }
-  ASSERT_EQ(written, window) << "every written burst found once in the devices";
+  const uint64_t stored = for_each_stored([&](unsigned c, unsigned b, unsigned row, unsigned col, uint64_t i) {
+    if (i % 4 != 0) return;
+    // Codeword w is stored bits [72 w, 72 w + 72) (64 data bits and 8 check bits, tp_hbm_ctrl).
+    const unsigned word = static_cast<unsigned>(rng_() % 4), first = static_cast<unsigned>(rng_() % 72);
+    const unsigned second = (first + 1 + static_cast<unsigned>(rng_() % 71)) % 72;  // another bit
+    h_->device(c).flip_stored_bit(b, row, col, 72 * word + first);
+    h_->device(c).flip_stored_bit(b, row, col, 72 * word + second);
+    ++doubles[c];
+  });
+  ASSERT_EQ(stored, window) << "every written burst found once in the devices";
   uint64_t total = 0;
   for (unsigned c = 0; c < h_->channels(); ++c) {
     EXPECT_GT(doubles[c], 0u) << "pseudo-channel " << c << " holds no double-bit error";
