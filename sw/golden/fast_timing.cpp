@@ -139,9 +139,7 @@ class HbmModel {
       if (blk != last_blk_) {  // a block's 8 bursts in a row are the common case
         last_blk_ = blk;
         last_pc_ = 0;
-        if (cb_ == 1) {  // two pseudo-channels: the parity
-          last_pc_ = static_cast<unsigned>(__builtin_parityll(blk));
-        } else if (fold_) {  // the XOR of every cb-bit chunk, by folding halves
+        if (fold_) {  // the XOR of every cb-bit chunk, by folding halves
           uint64_t x = blk;
           for (unsigned w = 64; w > cb_; w /= 2) x ^= x >> (w / 2);
           last_pc_ = static_cast<unsigned>(x & (nc_ - 1));

@@ -143,7 +143,7 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
 // A collective on the RTL pod and the golden pod (docs/collectives.md): both bit-exact with the
 // host reference in the ring's order of additions, so they agree bit for bit.
 // want: the algorithm an all-reduce, a reduce-scatter or an all-gather must run (plan_collective's
-// choice unless forced).
+// choice unless forced); nullopt: whichever it picks.
 void collective(unsigned kx, unsigned ky, Collective kind, uint32_t rows, uint64_t seed, double bit_error = 0.0,
                 std::optional<Algorithm> force = std::nullopt, std::optional<Algorithm> want = Algorithm::torus) {
   const PodSpec p = pod(kx, ky);
@@ -333,9 +333,9 @@ TEST(Pod, AllToAll3x3) { collective(3, 3, Collective::all_to_all, 40, seed_or(38
 TEST(Pod, AllToAll1x4LinkBitErrors) { collective(1, 4, Collective::all_to_all, 30, seed_or(39), 1e-3); }
 // The rest of the matrix of every collective on every RTL pod shape of the issue (1x2, 2x2, 1x4,
 // 3x3, 4x4): the tests above pin particular sizes, algorithms and link bit errors; these are the
-// pairs they leave out, each at a row count drawn from its seed (1 to 24 rows, an all-to-all's from
-// one a chip on: most do not divide evenly over the chips), bit-exact with the golden pod. One RTL pod per process
-// (SystemC), so one test per pair.
+// pairs they leave out, each at a row count drawn from its seed (1 to 24 rows, an all-to-all's
+// from one a chip on: most do not divide evenly over the chips), bit-exact with the golden pod.
+// One RTL pod per process (SystemC), so one test per pair.
 struct MatrixCase {
   unsigned kx, ky;
   Collective kind;
