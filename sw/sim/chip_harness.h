@@ -264,29 +264,37 @@ class ChipHarness {
     dram_->device(a.pc).flip_stored_bit(a.bank, a.row, a.col, bit);
   }
 
-  // HBM counters, summed over the pseudo-channels (empty for the memory model).
+  // HBM only: the pseudo-channel that holds the beat's burst `burst`.
+  unsigned hbm_pseudo_channel(uint64_t beat, unsigned burst) const {
+    static_assert(kHbm, "hbm_pseudo_channel: the chip has no HBM");
+    return hbm_place(beat * bursts_per_beat() + burst % bursts_per_beat()).pc;
+  }
+
+  // HBM counters of pseudo-channel c, named as in hbm_counters() (RTL on HBM only).
+  std::map<std::string, uint64_t> hbm_channel_counters(unsigned c) const {
+    static_assert(kHbm, "hbm_channel_counters: the chip has no HBM");
+    return {{"hbm_reads", top_->cnt_reads_o[c]},
+            {"hbm_writes", top_->cnt_writes_o[c]},
+            {"hbm_row_hits", top_->cnt_hits_o[c]},
+            {"hbm_row_misses", top_->cnt_misses_o[c]},
+            {"hbm_row_conflicts", top_->cnt_conflicts_o[c]},
+            {"hbm_refreshes", top_->cnt_refreshes_o[c]},
+            {"hbm_bus_busy", top_->cnt_bus_busy_o[c]},
+            {"hbm_ecc_corrected", top_->cnt_ecc_corrected_o[c]},
+            {"hbm_ecc_fatal", top_->cnt_ecc_fatal_o[c]},
+            {"hbm_read_latency_sum", top_->cnt_rd_latency_sum_o[c]},
+            {"hbm_read_latency_max", top_->cnt_rd_latency_max_o[c]}};
+  }
+
+  // HBM counters, summed over the pseudo-channels (the latency's maximum: the largest), and
+  // hbm_pseudo_channels; empty for the memory model.
   std::map<std::string, uint64_t> hbm_counters() const {
     std::map<std::string, uint64_t> m;
     if constexpr (kHbm) {
       const unsigned nc = dram_->channels();
-      auto sum = [&](const auto& port) {
-        uint64_t t = 0;
-        for (unsigned c = 0; c < nc; ++c) t += port[c];
-        return t;
-      };
-      m["hbm_reads"] = sum(top_->cnt_reads_o);
-      m["hbm_writes"] = sum(top_->cnt_writes_o);
-      m["hbm_row_hits"] = sum(top_->cnt_hits_o);
-      m["hbm_row_misses"] = sum(top_->cnt_misses_o);
-      m["hbm_row_conflicts"] = sum(top_->cnt_conflicts_o);
-      m["hbm_refreshes"] = sum(top_->cnt_refreshes_o);
-      m["hbm_bus_busy"] = sum(top_->cnt_bus_busy_o);
-      m["hbm_ecc_corrected"] = sum(top_->cnt_ecc_corrected_o);
-      m["hbm_ecc_fatal"] = sum(top_->cnt_ecc_fatal_o);
-      m["hbm_read_latency_sum"] = sum(top_->cnt_rd_latency_sum_o);
-      uint64_t mx = 0;
-      for (unsigned c = 0; c < nc; ++c) mx = std::max<uint64_t>(mx, top_->cnt_rd_latency_max_o[c]);
-      m["hbm_read_latency_max"] = mx;
+      for (unsigned c = 0; c < nc; ++c)
+        for (const auto& [name, v] : hbm_channel_counters(c))
+          m[name] = name == "hbm_read_latency_max" ? std::max(m[name], v) : m[name] + v;
       m["hbm_pseudo_channels"] = nc;
     }
     return m;

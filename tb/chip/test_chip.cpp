@@ -1032,6 +1032,50 @@ TEST(Chip, SingleBitHbmErrorsAreCorrectedUnderTheChip) {
   }
 }
 
+// On HBM, the host reads, through the chip's memory port, beats with a double-bit error in one
+// codeword of every burst: each read answers with an error (HOST_STATUS's error bit), a clean
+// beat read between them returns its data, and every pseudo-channel counts its own
+// uncorrectable errors, none corrected (RTL only). The reads take the port's 63 read tags in
+// turn, the clean ones too: 128 failing reads and 8 clean ones give every tag an error.
+TEST(Chip, HostReadsOfDoubleBitHbmErrorsFailInEveryPseudoChannel) {
+  if constexpr (!tp::tb::ChipHarness<TP_CHIP_CLASS>::kHbm) {
+    GTEST_SKIP() << "the memory model has no ECC";
+  } else {
+    const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+    std::mt19937_64 rng(seed);
+    tp::tb::ChipHarness<TP_CHIP_CLASS> rtl(preset(), stimulus(seed));
+    const unsigned n = preset().mxu.n, bursts = n / 8;
+    const uint32_t beats = 128, clean = beats;  // beats 0..127 fail, beat 128 does not
+    const auto data = random_words(rng, std::size_t{beats + 1} * n);
+    rtl.write_mem(0, data);
+    const auto channels = static_cast<unsigned>(rtl.hbm_counters().at("hbm_pseudo_channels"));
+    std::vector<uint64_t> want(channels, 0);
+    for (uint32_t b = 0; b < beats; ++b)
+      for (unsigned k = 0; k < bursts; ++k) {
+        const unsigned w = static_cast<unsigned>(rng() % 4), i = static_cast<unsigned>(rng() % 72);
+        const unsigned j = (i + 1 + static_cast<unsigned>(rng() % 71)) % 72;  // another bit of the codeword
+        rtl.flip_hbm_bit(b, k, 72 * w + i);
+        rtl.flip_hbm_bit(b, k, 72 * w + j);
+        ++want[rtl.hbm_pseudo_channel(b, k)];
+      }
+    for (unsigned c = 0; c < channels; ++c) ASSERT_GT(want[c], 0u) << "no failing burst in pseudo-channel " << c;
+    const std::vector<uint32_t> clean_data(data.end() - n, data.end());
+    for (uint32_t b = 0; b < beats; ++b) {
+      EXPECT_FALSE(rtl.host_read_beat(b).has_value()) << "beat " << b << " read without an error";
+      if (b % 16 == 15) {
+        const auto got = rtl.host_read_beat(clean);
+        ASSERT_TRUE(got.has_value()) << "the clean beat read with an error after beat " << b;
+        EXPECT_EQ(*got, clean_data) << "after beat " << b;
+      }
+    }
+    for (unsigned c = 0; c < channels; ++c) {
+      const auto got = rtl.hbm_channel_counters(c);
+      EXPECT_EQ(got.at("hbm_ecc_fatal"), want[c]) << "pseudo-channel " << c;
+      EXPECT_EQ(got.at("hbm_ecc_corrected"), 0u) << "pseudo-channel " << c;
+    }
+  }
+}
+
 // The host's beat access through the chip's memory port agrees with the backdoor both ways, and
 // an address past the end of memory is refused, not sent.
 TEST(Chip, HostBeatAccessThroughTheMemoryPort) {

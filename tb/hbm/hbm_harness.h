@@ -138,6 +138,9 @@ class HbmHarness {
       dut_->clk_i = 0;
       dut_->eval();
       dram_.sample(*dut_, cycle_);
+      if constexpr (!kMulti)
+        if (on_command_ && dut_->cmd_valid_o)
+          on_command_({cycle_, dut_->cmd_o, dut_->cmd_bank_o, holding_ && !dut_->req_ready_o});
       // Progress is a request accepted or answered (DRAM commands alone, e.g. refreshes, are not).
       bool moved = false;
       if (holding_ && dut_->req_ready_o) {
@@ -160,6 +163,16 @@ class HbmHarness {
             fmt::format("HBM controller stuck at cycle {} ({} requests outstanding)", cycle_, outstanding_));
     }
   }
+
+  // A command the controller issues (cmd: tp_hbm_ctrl's cmd_o encoding), and whether a request
+  // was waiting for room in its queue in that cycle (the queue full). The single controller only
+  // (tp_hbm_ctrl); on_command does nothing on the subsystem.
+  struct Command {
+    uint64_t cycle;
+    unsigned cmd, bank;
+    bool queue_full;
+  };
+  void on_command(std::function<void(const Command&)> f) { on_command_ = std::move(f); }
 
   // Scoreboard results.
   uint64_t reads_checked() const { return reads_checked_; }
@@ -268,6 +281,7 @@ class HbmHarness {
   std::map<unsigned, std::deque<Expect>> per_id_;
   std::vector<std::string> errors_;
   std::vector<uint64_t> latencies_, write_latencies_;
+  std::function<void(const Command&)> on_command_;
   std::FILE* cmdlog_ = nullptr;
   Feeder feed_;
 };

@@ -192,6 +192,38 @@ TEST_F(Hbm, ABankKeptBusyIsStillRefreshed) {
   EXPECT_GT(h_->top().cnt_conflicts_o, cycles / cfg_.timing.trc / 4) << "the rows did not take turns";
 }
 
+TEST_F(Hbm, ABankKeptBusyWithWritesIsStillRefreshed) {
+  // As above with writes, which the controller holds until a batch (HiWm) and drains only to
+  // LoWm: the queue stays full of the bank's requests, so single-bank refresh finds no idle bank
+  // left in its round, lets MaxPostpone refreshes fall due, then closes the busy bank and
+  // refreshes it anyway (tp_hbm_ctrl's `sb_force`): the bank's REFSBs come while a request waits
+  // for room in the full queue. The device model's refresh check (expect_clean) fails if the bank
+  // is starved. All-bank refresh takes the whole device.
+  const uint64_t cycles = 30ull * cfg_.timing.trefi;
+  const unsigned b = banks() / 2 + 1;
+  for (uint64_t i = 0; i < cycles; ++i) {
+    const auto row = static_cast<unsigned>(i / 4 % 2), col = static_cast<unsigned>(i % cfg_.columns);
+    h_->queue({true, addr(b, row, col), static_cast<unsigned>(i % 16), random_burst(), ~0u, 0});
+  }
+  uint64_t forced = 0, refreshed = 0;
+  h_->on_command([&](const auto& c) {
+    if (c.cmd == static_cast<unsigned>(tp::isa::hw::HbmCmd::refsb) && c.bank == b) {
+      ++refreshed;
+      forced += c.queue_full;
+    }
+  });
+  ASSERT_NO_THROW(h_->run());
+  ASSERT_GE(h_->cycle(), cycles) << "the stream ended before 30 refresh intervals";
+  expect_clean();
+  EXPECT_EQ(h_->top().cnt_writes_o, cycles);
+  if (cfg_.per_bank_refresh) {
+    // One REFSB of the bank a round (every bank once per tREFI): all but the last, when the
+    // stream has ended, with the queue full.
+    EXPECT_GE(refreshed, h_->cycle() / cfg_.timing.trefi - 1);
+    EXPECT_GE(forced + 2, refreshed) << "the busy bank was refreshed in a gap, not by force";
+  }
+}
+
 TEST_F(Hbm, FewWritesAreNotStarvedByAReadStream) {
   // Fewer writes than the high watermark, then a long stream of row-hit reads: the writes must
   // not wait for the stream to end (the starvation bound turns the read/write mode round).
