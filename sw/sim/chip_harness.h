@@ -273,6 +273,8 @@ class ChipHarness {
   // HBM counters of pseudo-channel c, named as in hbm_counters() (RTL on HBM only).
   std::map<std::string, uint64_t> hbm_channel_counters(unsigned c) const {
     static_assert(kHbm, "hbm_channel_counters: the chip has no HBM");
+    if (c >= dram_->channels())
+      throw std::out_of_range(fmt::format("hbm_channel_counters: pseudo-channel {} of {}", c, dram_->channels()));
     return {{"hbm_reads", top_->cnt_reads_o[c]},
             {"hbm_writes", top_->cnt_writes_o[c]},
             {"hbm_row_hits", top_->cnt_hits_o[c]},

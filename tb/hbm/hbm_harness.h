@@ -166,13 +166,16 @@ class HbmHarness {
 
   // A command the controller issues (cmd: tp_hbm_ctrl's cmd_o encoding), and whether a request
   // was waiting for room in its queue in that cycle (the queue full). The single controller only
-  // (tp_hbm_ctrl); on_command does nothing on the subsystem.
+  // (tp_hbm_ctrl).
   struct Command {
     uint64_t cycle;
     unsigned cmd, bank;
     bool queue_full;
   };
-  void on_command(std::function<void(const Command&)> f) { on_command_ = std::move(f); }
+  void on_command(std::function<void(const Command&)> f) {
+    static_assert(!kMulti, "on_command: the single controller only");
+    on_command_ = std::move(f);
+  }
 
   // Scoreboard results.
   uint64_t reads_checked() const { return reads_checked_; }
