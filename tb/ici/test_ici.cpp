@@ -319,6 +319,7 @@ class IciRouterAlone : public Ici {
  protected:
   void SetUp() override {
     Ici::SetUp();
+    ctx_.randReset(kRandReset);
     r_ = std::make_unique<TP_ICI_CLASS>(&ctx_, "r");
     r_->kx_i = 4;
     r_->ky_i = 4;
@@ -328,11 +329,22 @@ class IciRouterAlone : public Ici {
     r_->slice_y0_i = 0;
     r_->slice_w_i = 4;
     r_->slice_h_i = 4;
+    for (unsigned p = 0; p < 4; ++p) {  // the links unconnected, no fault injection
+      r_->rx_valid_i[p] = 0;
+      r_->rx_data_i[p] = {};
+      r_->rv_in_i[p] = {};
+      r_->fault_rate_i[p] = 0;
+    }
+    for (unsigned j = 0; j < kLocals; ++j) {  // nothing injected until a test does
+      r_->inj_valid_i[j] = 0;
+      r_->inj_flit_i[j] = {};
+      r_->ej_ready_i[j] = 0;
+    }
     r_->rst_ni = 0;
     for (int c = 0; c < 3; ++c) tick();
     r_->rst_ni = 1;
   }
-  void TearDown() override { r_->final(); }
+  void TearDown() override { end_model(ctx_, r_); }
   void tick() {
     r_->clk_i = 0;
     r_->eval();
@@ -340,6 +352,22 @@ class IciRouterAlone : public Ici {
     r_->eval();
   }
   static constexpr unsigned kLocals = vl_count<decltype(std::declval<TP_ICI_CLASS&>().inj_valid_i)>;
+  FlitLayout layout() const {
+    return {preset_.ici.vcs > 2 ? static_cast<unsigned>(std::bit_width(preset_.ici.vcs - 1)) : 1u,
+            preset_.ici.flit_bits};
+  }
+  // Presents a one-flit packet on lane 0 of local port j, to (x, y), with `tag` in its data.
+  void present(unsigned j, unsigned x, unsigned y, uint64_t tag) {
+    const FlitLayout lay = layout();
+    r_->inj_flit_i[j] = {};
+    set_bits(r_->inj_flit_i[j], 0, 2, 3);  // head and tail
+    set_bits(r_->inj_flit_i[j], lay.dst_x(), 5, x);
+    set_bits(r_->inj_flit_i[j], lay.dst_y(), 5, y);
+    set_bits(r_->inj_flit_i[j], lay.src_x(), 5, 1);
+    set_bits(r_->inj_flit_i[j], lay.src_y(), 5, 1);
+    set_bits(r_->inj_flit_i[j], lay.data(), 8, tag);
+    r_->inj_valid_i[j] = 1;
+  }
   VerilatedContext ctx_;
   std::unique_ptr<TP_ICI_CLASS> r_;
 };
@@ -421,6 +449,81 @@ TEST_F(IciRouterAlone, StrayBodyFlitIsDroppedAndTheNextPacketGetsThrough) {
   }
   EXPECT_EQ(ejected, 1u) << "the local port is not stuck after a stray flit";
   EXPECT_EQ(elsewhere, 0u) << "a packet to itself leaves by its own local port's ejection port";
+}
+
+// A packet to the chip itself leaves by the ejection port of the local port it came in by, on
+// every local port: one port at a time, then all at once (each two packets back to back, the
+// second one flit behind the first in the same buffer).
+TEST_F(IciRouterAlone, EveryLocalPortDeliversToItselfOnItsOwnEjectionPort) {
+  const FlitLayout lay = layout();
+  for (unsigned i = 0; i < kLocals; ++i) r_->ej_ready_i[i] = 1;
+  std::vector<std::vector<uint64_t>> got(kLocals);
+  std::vector<unsigned> wrong(kLocals, 0);
+  auto run = [&](unsigned cycles) {
+    for (unsigned c = 0; c < cycles; ++c) {
+      r_->eval();
+      for (unsigned i = 0; i < kLocals; ++i) {
+        if (!r_->ej_valid_o[i]) continue;
+        const uint64_t tag = get_bits(r_->ej_flit_o[i], lay.data(), 8);
+        if (tag / 16 == i)
+          got[i].push_back(tag);
+        else
+          ++wrong[i];
+      }
+      tick();
+    }
+  };
+  std::vector<std::vector<uint64_t>> want(kLocals);
+  for (unsigned j = 0; j < kLocals; ++j) {  // one port at a time
+    present(j, 1, 1, 16 * j + 1);
+    tick();
+    r_->inj_valid_i[j] = 0;
+    want[j].push_back(16 * j + 1);
+    run(8);
+  }
+  for (unsigned k = 2; k < 4; ++k) {  // every port at once, two packets each
+    for (unsigned j = 0; j < kLocals; ++j) {
+      present(j, 1, 1, 16 * j + k);
+      want[j].push_back(16 * j + k);
+    }
+    r_->eval();
+    for (unsigned j = 0; j < kLocals; ++j) ASSERT_TRUE(r_->inj_ready_o[j]) << "local port " << j << " is full";
+    tick();
+  }
+  for (unsigned j = 0; j < kLocals; ++j) r_->inj_valid_i[j] = 0;
+  run(12);
+  for (unsigned j = 0; j < kLocals; ++j) {
+    EXPECT_EQ(got[j], want[j]) << "local port " << j;
+    EXPECT_EQ(wrong[j], 0u) << "ejection port " << j << " delivered another port's packet";
+  }
+  EXPECT_FALSE(r_->err_inj_o);
+}
+
+// A packet aimed outside the slice is refused at injection on every local port: refused_o pulses
+// on that port, cnt_refused_o counts it, and nothing is delivered or sent on.
+TEST_F(IciRouterAlone, EveryLocalPortRefusesAPacketOutsideTheSlice) {
+  r_->slice_w_i = 2;  // the slice (0,0) to (1,1); this router is (1,1)
+  r_->slice_h_i = 2;
+  for (unsigned i = 0; i < kLocals; ++i) r_->ej_ready_i[i] = 1;
+  tick();
+  ASSERT_FALSE(r_->err_cfg_o);
+  for (unsigned j = 0; j < kLocals; ++j) {
+    present(j, 3, 1 + j % 2 * 2, j);  // (3, 1) or (3, 3): outside the slice
+    tick();                           // into the injection FIFO
+    r_->inj_valid_i[j] = 0;
+    r_->eval();  // at its head: refused
+    for (unsigned i = 0; i < kLocals; ++i) EXPECT_EQ(bool(r_->refused_o[i]), i == j) << "port " << j << " refusing";
+    tick();
+    r_->eval();
+    for (unsigned i = 0; i < kLocals; ++i) EXPECT_FALSE(r_->refused_o[i]) << "port " << j << ": refused twice";
+    EXPECT_EQ(r_->cnt_refused_o, j + 1) << "port " << j;
+    for (int c = 0; c < 8; ++c) {
+      tick();
+      for (unsigned i = 0; i < kLocals; ++i) EXPECT_FALSE(r_->ej_valid_o[i]) << "a refused packet was delivered";
+    }
+  }
+  for (unsigned p = 0; p < 4; ++p) EXPECT_EQ(r_->cnt_flits_o[p], 0u) << "a refused packet went out on link " << p;
+  EXPECT_FALSE(r_->err_inj_o) << "a refusal is not a malformed injection";
 }
 
 }  // namespace
