@@ -53,6 +53,9 @@ struct SliceShape {
 struct SliceOptions {
   uint64_t seed = 1;
   double link_bit_error = 0.0;  // probability of one flipped bit per link word (both directions)
+  // rtl: every chip's ICI_FAULT0..3 registers (its router's own bit-flip hook: a bit of a word
+  // sent on each link flips with probability link_fault_rate / 65536); 0: off.
+  uint16_t link_fault_rate = 0;
   // Other slices of the same pod that run at the same time (tenants), each with its programs.
   std::vector<SliceShape> others;
   std::string wave_dir;                                   // FST waves of the chips below (rtl), "" for none

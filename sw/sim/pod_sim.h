@@ -252,7 +252,8 @@ struct HostJob {
   unsigned chip = 0;  // index into the host's sockets
   driver::IciSetting ici;
   std::vector<isa::Word> code;
-  bool run = true;  // false: only the ICI registers (an idle chip still routes its neighbours' traffic)
+  bool run = true;          // false: only the ICI registers (an idle chip still routes its neighbours' traffic)
+  uint16_t fault_rate = 0;  // ICI_FAULT0..3, every link (0: off)
 };
 
 // A host: the chips of one board on TLM sockets. Its thread waits for reset, writes each chip's
@@ -302,6 +303,9 @@ class PodHost : public sc_core::sc_module {
       write_reg(j.chip, hw::kCsrIciCoord, j.ici.x | (j.ici.y << 8));
       write_reg(j.chip, hw::kCsrIciSlice0, j.ici.x0 | (j.ici.y0 << 8));
       write_reg(j.chip, hw::kCsrIciSlice1, j.ici.w | (j.ici.h << 8));
+      if (j.fault_rate)
+        for (const uint32_t a : {hw::kCsrIciFault0, hw::kCsrIciFault1, hw::kCsrIciFault2, hw::kCsrIciFault3})
+          write_reg(j.chip, a, j.fault_rate);
       if (!j.run) continue;
       write_reg(j.chip, hw::kCsrImemAddr, 0);
       for (const auto& w : j.code) {

@@ -172,7 +172,7 @@ class RtlSlice final : public tp::driver::Slice {
         const unsigned x = idx % kx, y = idx / kx;
         const auto setting = ici[idx] ? *ici[idx] : tp::driver::ici_setting(pod, {x, y, 1, 1}, x, y);
         jobs.push_back({k, setting, programs_[idx] ? programs_[idx]->code : std::vector<tp::isa::Word>{},
-                        programs_[idx].has_value()});
+                        programs_[idx].has_value(), opt_.link_fault_rate});
       }
       ++nhosts;
       active_hosts_.emplace_back(b, std::move(jobs));

@@ -64,9 +64,10 @@ SliceOptions options(uint64_t seed = 1, double bit_error = 0.0) {
 // The same random traffic on the RTL pod and the golden pod: both must store exactly what the
 // plan says (so they agree bit for bit).
 // golden_chips: golden chips of a mixed pod, or with fast, fast chips (the fast model's timing).
+// fault_rate: the chips' own fault-injection registers on every link (ICI_FAULT0..3), x / 65536.
 void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 0.0, unsigned sends = 6,
                     uint32_t block_rows = 32, std::vector<std::pair<unsigned, unsigned>> golden_chips = {},
-                    const std::string& preset = "tiny", bool fast = false) {
+                    const std::string& preset = "tiny", bool fast = false, uint16_t fault_rate = 0) {
   const PodSpec p = pod(kx, ky, preset == "odd" ? 2 : 1, preset);
   const SliceShape all{0, 0, kx, ky};
   const auto plan = random_ici_traffic(p.preset, kx, ky, seed, sends, block_rows);
@@ -80,6 +81,7 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
 
   auto ro = options(seed, bit_error);
   (fast ? ro.fast_chips : ro.golden_chips) = golden_chips;
+  ro.link_fault_rate = fault_rate;
   auto rtl = Slice::open(p, all, Backend::rtl, ro);
   setup_ici_traffic(*rtl, plan);
   const auto rs = rtl->run(500'000);
@@ -131,9 +133,10 @@ void random_traffic(unsigned kx, unsigned ky, uint64_t seed, double bit_error = 
   }
   EXPECT_EQ(sent, want);
   EXPECT_EQ(received, want);
-  if (bit_error > 0) {
+  if (bit_error > 0 || fault_rate > 0) {
     ::testing::Test::RecordProperty("retransmissions", static_cast<int>(retx));
-    EXPECT_GT(crc, 0u) << "link bit errors at " << bit_error << " should have corrupted some flits";
+    EXPECT_GT(crc, 0u) << "link bit errors at " << bit_error << " and fault rate " << fault_rate
+                       << "/65536 should have corrupted some flits";
     EXPECT_GT(retx, 0u);
   } else {
     EXPECT_EQ(crc, 0u);
@@ -518,6 +521,12 @@ TEST(Pod, Random2x2) { random_traffic(2, 2, seed_or(12)); }
 TEST(Pod, Random1x4Ring) { random_traffic(1, 4, seed_or(13)); }
 TEST(Pod, Random3x3WrapAround) { random_traffic(3, 3, seed_or(14)); }
 TEST(Pod, Random4x4) { random_traffic(4, 4, seed_or(15), 0.0, 4); }
+// The chips' own fault-injection registers (ICI_FAULT0..3, the routers' bit-flip hook) on every
+// link, a word in 256 flipped, with a golden chip among them (its Verilated router takes the
+// same registers): every flip is caught by a CRC and the frame sent again, so the same bits arrive.
+TEST(Pod, MixedRandom2x2ChipFaultRegisters) {
+  random_traffic(2, 2, seed_or(53), 0.0, 6, 32, {{1, 0}}, "tiny", false, 256);
+}
 // Mixed pods: golden chips (the interpreter behind a Verilated router) next to Verilated chips;
 // the same traffic must store the same bits.
 TEST(Pod, MixedRandom2x2) { random_traffic(2, 2, seed_or(18), 0.0, 6, 32, {{0, 0}, {1, 1}}); }
