@@ -573,6 +573,7 @@ struct PodOptions {
   std::string matmul, traffic, collective, algorithm;
   uint64_t seed = 1, timeout = 0, watchdog = 20000;
   double link_bit_error = 0.0;
+  uint64_t link_fault_rate = 0;               // the chips' ICI_FAULT0..3, x / 65536
   std::shared_ptr<tp::golden::PodComm> comm;  // under mpirun with several ranks (main)
 };
 
@@ -697,6 +698,7 @@ PodRunResult run_pod_once(const PodOptions& o, const tp::driver::PodSpec& pod, c
   tp::driver::SliceOptions so;
   so.seed = o.seed;
   so.link_bit_error = o.link_bit_error;
+  so.link_fault_rate = static_cast<uint16_t>(o.link_fault_rate);
   so.watchdog = o.watchdog;
   so.wave_dir = o.waves;
   so.wave_chips = pod_chips(o.wave_chips, "--wave-chip", pod);
@@ -855,6 +857,12 @@ int cmd_pod(const PodOptions& o) {
   (void)parse_algorithm(o.algorithm);
   if (o.link_bit_error < 0 || o.link_bit_error > 0.5)
     throw UsageError(fmt::format("--link-bit-error {}: a probability in [0, 0.5]", o.link_bit_error));
+  if (o.link_fault_rate > 65535)
+    throw UsageError(fmt::format("--link-fault-rate {}: a rate in 65536ths, 0 to 65535", o.link_fault_rate));
+  if ((o.backend == "golden" || o.backend == "fast") && (o.link_bit_error > 0 || o.link_fault_rate > 0))
+    throw UsageError(
+        "pod: --link-bit-error and --link-fault-rate act on the rtl pod's links; give --backend rtl or "
+        "both");
   auto cfg = tp::load_pod(o.pod);
   // Topology overrides go through the pods file's own validation (its messages name the key).
   if (!o.torus.empty() || !o.preset.empty() || !o.host_board.empty() || o.link_latency != 0) {
@@ -1337,6 +1345,12 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
       ->check(kUnsigned);
   pod_cmd->add_option("--link-bit-error", pod.link_bit_error, "probability of a flipped bit per link word")
       ->capture_default_str();
+  pod_cmd
+      ->add_option("--link-fault-rate", pod.link_fault_rate,
+                   "the chips' own fault injection (ICI_FAULT0..3): a bit of a word sent on each link flips with "
+                   "probability N/65536")
+      ->capture_default_str()
+      ->check(kUnsigned);
   pod_cmd->add_option("--report", pod.report, "write a JSON report to this file")->check(kNonEmpty);
   add_observe_options(pod_cmd, pod.obs);
   pod_cmd->add_option("--waves", pod.waves, "write FST waves of the rtl chips into this folder")->check(kNonEmpty);

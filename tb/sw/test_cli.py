@@ -3,6 +3,7 @@
 exit 2 and a message that names what is wrong, never a hang, a crash or silent acceptance; and a
 few wanted options must work. Usage: test_cli.py path/to/tensorpod"""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,10 @@ def main():
             (["pod", "--demo", "--golden-chip", "1,0", "--rtl-chip", "1,0"], "both --golden-chip and --rtl-chip"),
             (["run", "--matmul", "8x8x8", "--timing-only"], "--timing-only"),
             (["run", "p.tpb", "--backend", "fast", "--timing-only"], "--timing-only"),
+            (["pod", "--demo", "--link-fault-rate", "65536"], "--link-fault-rate"),
+            (["pod", "--demo", "--link-fault-rate", "-1"], "--link-fault-rate"),
+            (["pod", "--demo", "--backend", "golden", "--link-fault-rate", "100"], "--backend rtl or both"),
+            (["pod", "--demo", "--backend", "fast", "--link-bit-error", "1e-3"], "--backend rtl or both"),
         ]
         # The harnesses' wave folder (TP_WAVES, docs/verification.md "Waves"): a file is no folder.
         for env, needle in (({"TP_WAVES": "p.s"}, "is a file, not a folder"),
@@ -108,10 +113,14 @@ def main():
              "timing only: no data moved"),
             (["pod", "--demo", "--backend", "rtl", "--golden-chip", "1,0", "--rtl-chip", "0,0"],
              "(+1 golden) (+2 fast)"),
+            # the chips' own fault injection: bit-exact still, some link resends (a regular expression)
+            (["pod", "--traffic", "3", "--backend", "both", "--link-fault-rate", "2048"],
+             re.compile(r"PASS.*\b[1-9][0-9]* retx", re.S)),
         ]
         for args, needle in good:
             code, out = run(args, d)
-            if code != 0 or needle not in out:
+            found = needle.search(out) if isinstance(needle, re.Pattern) else needle in out
+            if code != 0 or not found:
                 failures.append(f"{' '.join(args)}: exit {code} (want 0), output {out.strip()[-200:]!r} "
                                 f"(want {needle!r})")
         try:  # the trace of the last good case: JSON with both chips' processes and their slices
