@@ -522,10 +522,11 @@ TEST(Pod, Random1x4Ring) { random_traffic(1, 4, seed_or(13)); }
 TEST(Pod, Random3x3WrapAround) { random_traffic(3, 3, seed_or(14)); }
 TEST(Pod, Random4x4) { random_traffic(4, 4, seed_or(15), 0.0, 4); }
 // The chips' own fault-injection registers (ICI_FAULT0..3, the routers' bit-flip hook) on every
-// link, a word in 16 flipped, with a golden chip among them (its Verilated router takes the
-// same registers): every flip is caught by a CRC and the frame sent again, so the same bits arrive.
-TEST(Pod, MixedRandom2x2ChipFaultRegisters) {
-  random_traffic(2, 2, seed_or(53), 0.0, 6, 32, {{1, 0}}, "tiny", false, 4096);
+// link, a word in 16 flipped, with a golden chip among them (its Verilated router takes the same
+// registers): every flip is caught by a CRC and the frame sent again, so the same bits arrive.
+// On rings of 3 the traffic crosses links in both directions of both dimensions.
+TEST(Pod, MixedRandom3x3ChipFaultRegisters) {
+  random_traffic(3, 3, seed_or(53), 0.0, 6, 32, {{1, 0}}, "tiny", false, 4096);
 }
 // Mixed pods: golden chips (the interpreter behind a Verilated router) next to Verilated chips;
 // the same traffic must store the same bits.
