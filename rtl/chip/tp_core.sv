@@ -70,6 +70,7 @@ module tp_core
   output logic            dbg_count_o
 );
   localparam int unsigned QW = $bits(instr_t) + 32;
+  localparam int unsigned LwPackedRows = (N + 1) / 2;  // the VMEM rows of a packed mxu.lw
 
   typedef enum logic [1:0] {
     Idle,
@@ -179,7 +180,7 @@ module tp_core
             chk = ErrHbmRange;
         end
         OpMxuLw: begin
-          if (e_va + 64'(N) > 64'(VmemRows)) chk = ErrVmemRange;
+          if (e_va + (lw_packed(raw) ? 64'(LwPackedRows) : 64'(N)) > 64'(VmemRows)) chk = ErrVmemRange;
           else if (lw_unused_q) chk = ErrMxuWeightsUnused;
         end
         OpMxuMm: begin

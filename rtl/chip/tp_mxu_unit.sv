@@ -4,6 +4,10 @@
 // an lw is complete when its n rows are in the MXU's shadow buffer, an mm when its last result
 // row is in the accumulators (the MXU's accumulator-write counter reaches the mm's target), a
 // fence (that signals) when everything before it is complete.
+//
+// bf16 two per lane (docs/isa.md): an mm with hi takes each lane's bits 31:16; a packed lw reads
+// its h = ceil(N/2) rows twice, as two row jobs: the tile's rows 0 .. h-1 from bits 15:0, rows
+// h .. N-1 from bits 31:16.
 module tp_mxu_unit
   import tp_isa_pkg::*;
 #(
@@ -55,13 +59,16 @@ module tp_mxu_unit
   logic [31:0]   w_left_q, a_idx_q;
   logic          new_tile_q;
   logic          w_t_q;  // the current lw's t
+  logic          w_packed_q, w_second_q;  // the current lw is packed; its second job is next
+  logic [19:0]   w_vaddr_q;
+  logic          w_hi;  // the row the MXU takes now is a high half
   logic          a_req_done;
-  // Row jobs whose rows are requested or streaming, oldest first: {acc, rows, accumulate, first}.
-  localparam int unsigned JW = 16 + 16 + 1 + 1;
+  // Row jobs whose rows are requested or streaming, oldest first: {acc, rows, accumulate, hi, first}.
+  localparam int unsigned JW = 16 + 16 + 1 + 1 + 1;
   logic          j_in_ready, j_valid, j_pop;
   logic [JW-1:0] j_out;
   logic [15:0]   j_acc, j_rows;
-  logic          j_accum, j_first;
+  logic          j_accum, j_hi, j_first;
   logic [63:0]   lw_started_q, lw_done_q, mm_rows_q;
   logic          c_in_ready, c_valid, c_pop;
   logic [CW-1:0] c_in, c_out;
@@ -78,13 +85,16 @@ module tp_mxu_unit
   assign idle_o = !w_busy_q && !a_busy && !c_valid;
   assign a_busy = !a_idle || j_valid;
 
-  // Weight loader.
+  // Weight loader. A packed lw's second job (the same H rows again) is handed over in the next
+  // cycle, while its first one requests: the stream's next-job slot is free then (no lw was in
+  // progress), and it takes over as the first one's last row is granted.
+  localparam int unsigned H = (N + 1) / 2;
   tp_rd_stream #(.W(N * 32)) u_w_rows (
     .clk_i,
     .rst_ni,
-    .start_i  (start_i && is_lw),
-    .addr_i   (20'(lw_vaddr(instr_i))),
-    .count_i  (32'(N)),
+    .start_i  ((start_i && is_lw) || w_second_q),
+    .addr_i   (w_second_q ? w_vaddr_q : 20'(lw_vaddr(instr_i))),
+    .count_i  (w_second_q ? 32'(N - H) : (lw_packed(instr_i) ? 32'(H) : 32'(N))),
     .step_i   (20'd1),
     .pair_off_i ('0),
     .idle_o   (w_idle),
@@ -101,9 +111,10 @@ module tp_mxu_unit
   assign mxu_w_valid_o = w_valid;
   assign mxu_w_t_o     = w_t_q;
   assign w_fire = w_valid && mxu_w_ready_i;
+  assign w_hi = w_packed_q && (w_left_q <= 32'(N - H));
   for (genvar j = 0; j < N; j++) begin : gen_w_lane
-    assign mxu_w_data_o[j] = w_row[j*32+:16];
-    assign mxu_a_data_o[j] = a_row[j*32+:16];
+    assign mxu_w_data_o[j] = w_hi ? w_row[j*32+16+:16] : w_row[j*32+:16];
+    assign mxu_a_data_o[j] = j_hi ? a_row[j*32+16+:16] : a_row[j*32+:16];
   end
 
   // Row streamer.
@@ -132,12 +143,12 @@ module tp_mxu_unit
     .rst_ni,
     .valid_i (start_i && is_mm),
     .ready_o (j_in_ready),
-    .data_i  ({16'(mm_acc(instr_i)), mm_rows(instr_i), mm_accumulate(instr_i), new_tile_q}),
+    .data_i  ({16'(mm_acc(instr_i)), mm_rows(instr_i), mm_accumulate(instr_i), mm_hi(instr_i), new_tile_q}),
     .valid_o (j_valid),
     .ready_i (j_pop),
     .data_o  (j_out)
   );
-  assign {j_acc, j_rows, j_accum, j_first} = j_out;
+  assign {j_acc, j_rows, j_accum, j_hi, j_first} = j_out;
   assign mxu_a_valid_o      = a_valid;
   assign mxu_a_first_o      = j_first && (a_idx_q == 0);
   assign mxu_a_acc_addr_o   = j_acc + 16'(a_idx_q);
@@ -153,6 +164,9 @@ module tp_mxu_unit
       a_idx_q      <= '0;
       new_tile_q   <= 1'b0;
       w_t_q        <= 1'b0;
+      w_packed_q   <= 1'b0;
+      w_second_q   <= 1'b0;
+      w_vaddr_q    <= '0;
       lw_started_q <= '0;
       lw_done_q    <= '0;
       mm_rows_q    <= '0;
@@ -163,6 +177,9 @@ module tp_mxu_unit
         lw_started_q <= lw_started_q + 1;
         new_tile_q   <= 1'b1;
         w_t_q        <= lw_t(instr_i);
+        w_packed_q   <= lw_packed(instr_i);
+        w_second_q   <= lw_packed(instr_i) && (N > 1);
+        w_vaddr_q    <= 20'(lw_vaddr(instr_i));
       end else if (w_fire) begin
         w_left_q <= w_left_q - 1;
         if (w_left_q == 1) begin
@@ -170,6 +187,7 @@ module tp_mxu_unit
           lw_done_q <= lw_done_q + 1;
         end
       end
+      if (w_second_q) w_second_q <= 1'b0;
       if (start_i && is_mm) begin
         new_tile_q <= 1'b0;
         mm_rows_q  <= mm_rows_q + 64'(mm_rows(instr_i));

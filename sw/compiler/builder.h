@@ -165,14 +165,22 @@ void emit_epilogue(Emit&& emit, const Epilogue& e, uint64_t rows, unsigned chunk
 }
 
 // W's beats from one K-tile to the next (nb column tiles), and one weight tile's dma.ld into VMEM
-// row vaddr from beat haddr: n rows, or with W in bf16x2 n/2 packed beats, each two rows.
+// row vaddr from beat haddr: n rows, or with W in bf16x2 n/2 beats as they are, two bf16 a lane
+// (the tile's rows i and i + n/2), which the tile's mxu.lw (weights_lw) reads packed.
 inline uint64_t w_kstep(const Preset& p, const MatmulLayer& l, uint64_t nb) {
   return (l.w.bf16x2 ? p.mxu.n / 2 : p.mxu.n) * nb;
 }
 inline Instr w_load(const Preset& p, const MatmulLayer& l, uint64_t nb, uint64_t vaddr, uint64_t haddr) {
-  Instr i = isa::build::dma(Op::dma_ld, vaddr, haddr, l.w.bf16x2 ? p.mxu.n / 2 : p.mxu.n, 1, nb, kWFree, kWFull);
-  i.f.packed = l.w.bf16x2 ? 1 : 0;
-  return i;
+  return isa::build::dma(Op::dma_ld, vaddr, haddr, l.w.bf16x2 ? p.mxu.n / 2 : p.mxu.n, 1, nb, kWFree, kWFull);
+}
+// A weight tile's mxu.lw (its slot's address is the caller's): W_FULL, W_FREE, packed with a bf16x2 W.
+inline Instr weights_lw(const MatmulLayer& l) {
+  Instr lw;
+  lw.op = Op::mxu_lw;
+  lw.wait = kWFull;
+  lw.signal = kWFree;
+  lw.f.packed = l.w.bf16x2 ? 1 : 0;
+  return lw;
 }
 
 inline std::string layer_name(size_t index, const MatmulLayer& l) {

@@ -13,8 +13,8 @@
 // VMEM layout of a layer (rows):
 //   A[2]    2 x TM*Kb  the A block, double buffered; K-tile kb of a block is the TM contiguous
 //                      rows Abuf + kb*TM (loaded by one strided dma.ld per kb), so mxu.mm can
-//                      stream it as is; with a bf16x2 A, the block's rows at Abuf + kb*rows (one
-//                      packed dma.ld per K-tile pair, docs/compiler.md)
+//                      stream it as is; with a bf16x2 A, K-tile pair j's rows at Abuf + j*rows,
+//                      two bf16 a lane (one dma.ld per pair, docs/compiler.md)
 //   W[R]    R x n      a ring of R = 4 weight slots
 //   OUT[2]  2 x TM     output staging, double buffered
 //   BIAS    Nb         the bias row (only with bias), loaded once per layer
@@ -228,11 +228,12 @@ class Builder {
     }
     // K-tile kb of A block mb: one strided dma.ld, signalling A_FULL (one count per K-tile, so
     // the first pass over a block starts as soon as its first K-tile is in).
-    // With A in bf16x2, K-tiles 2j and 2j + 1 come in one packed load (to rows buf + kb * rows,
-    // K-tile after K-tile, so the block's rows, not TM, apart) with one A_FULL count for both:
-    // the odd K-tile's mm takes none (the pair's load is complete before the even one's mm
-    // starts, and the MXU queue runs in order). An odd Kb's last K-tile is a plain load of its
-    // beats, whose high halves are the zero padding. a_tile adds the load of K-tile kb, if any.
+    // With A in bf16x2, K-tiles 2j and 2j + 1 come in one load of the block's rows, stored as
+    // they are, two bf16 a lane (to rows buf + j * rows: pair after pair, so the block's rows,
+    // not TM, apart), with one A_FULL count for both: the even K-tile's mm reads the low halves,
+    // the odd one's (mxu.mm hi) the high halves and takes no count (the pair's load is complete
+    // before the even one's mm starts, and the MXU queue runs in order). An odd Kb's last pair
+    // has zero high halves. a_tile adds the load of K-tile kb, if any.
     auto a_tile = [&](Lines& out, uint64_t mb, uint64_t kb) {
       const uint64_t rows = block_rows(mb);
       const uint64_t buf = lay.a_buf[mb % 2];
@@ -246,10 +247,9 @@ class Builder {
       }
       if (kb % 2) return;  // loaded with K-tile kb - 1
       const uint64_t pairs = ceil_div(t.kb, 2);
-      Instr ld = dma(Op::dma_ld, buf + kb * rows, l.a.beat + mb * t.tm * pairs + kb / 2, rows, 1, pairs,
-                     kb == 0 ? kAFree : 0, kAFull);
-      ld.f.packed = kb + 1 < t.kb ? 1 : 0;
-      out.push_back({ld, ld.f.packed ? text + fmt::format(" and {} (bf16x2)", kb + 1) : text + " (bf16x2, alone)"});
+      const Instr ld = dma(Op::dma_ld, buf + kb / 2 * rows, l.a.beat + mb * t.tm * pairs + kb / 2, rows, 1, pairs,
+                           kb == 0 ? kAFree : 0, kAFull);
+      out.push_back({ld, kb + 1 < t.kb ? text + fmt::format(" and {} (bf16x2)", kb + 1) : text + " (bf16x2, alone)"});
     };
     uint64_t j = 0;  // weight tile index in the layer
     for (uint64_t mb = 0; mb < t.mb; ++mb) {
@@ -282,7 +282,14 @@ class Builder {
     }
 
     size_t next_load = 0;
-    uint64_t lw_done = 0, afree_done = 0, w_loaded = 0, a_loaded = 0;
+    uint64_t lw_done = 0, afree_done = 0, w_loaded = 0, a_loads = 0;
+    // The K-tiles of A the emitted loads bring: one a load, or with a bf16x2 A two (an odd Kb's
+    // last one).
+    const auto a_loaded = [&] {
+      if (!l.a.bf16x2) return a_loads;
+      const uint64_t per_block = ceil_div(t.kb, 2);
+      return a_loads / per_block * t.kb + std::min<uint64_t>(t.kb, 2 * (a_loads % per_block));
+    };
     auto drain = [&]() {
       for (; next_load < loads.size(); ++next_load) {
         const auto& item = loads[next_load];
@@ -290,7 +297,7 @@ class Builder {
         for (const auto& line : item.lines) {
           lines_.push_back(line);
           if (line.instr->op == Op::dma_ld && line.instr->signal == kWFull) ++w_loaded;
-          if (line.instr->signal == kAFull) a_loaded += line.instr->f.packed ? 2 : 1;  // K-tiles loaded
+          if (line.instr->signal == kAFull) ++a_loads;
         }
       }
     };
@@ -329,20 +336,18 @@ class Builder {
       for (uint64_t i = 0; i < tiles_per_block; ++i, ++j) {
         const uint64_t nb = i / t.kb, kb = i % t.kb, g = mb * t.nb + nb;
         if (nb == 0) {  // the block's first pass takes each K-tile's A_FULL
-          if (a_loaded <= mb * t.kb + kb) throw std::logic_error("compiler: A tile used before its load was emitted");
+          if (a_loaded() <= mb * t.kb + kb) throw std::logic_error("compiler: A tile used before its load was emitted");
           if (kb == 0) emit(fence(Queue::mxu, kAFull, 0), fmt::format("A block {} K-tile 0 loaded", mb));
         }
         if (w_loaded <= j) throw std::logic_error("compiler: weight tile used before its load was emitted");
-        Instr lw;
-        lw.op = Op::mxu_lw;
+        Instr lw = weights_lw(l);
         lw.f.vaddr = lay.w_slot0 + (j % kWeightSlots) * n;
-        lw.wait = kWFull;
-        lw.signal = kWFree;
         emit(lw, fmt::format("weights (k {}, n {})", kb, nb));
         ++lw_done;
         Instr mm;
         mm.op = Op::mxu_mm;
-        mm.f.vaddr = abuf + kb * (l.a.bf16x2 ? rows : t.tm);
+        mm.f.vaddr = abuf + (l.a.bf16x2 ? kb / 2 * rows : kb * t.tm);
+        mm.f.hi = l.a.bf16x2 ? kb % 2 : 0;
         mm.f.acc = lay.acc_buf[g % 2];
         mm.f.rows = rows;
         mm.f.accumulate = kb > 0 ? 1 : 0;

@@ -28,7 +28,8 @@ class CompileError : public std::runtime_error {
 
 // A padded matrix in HBM: rows x ceil(cols / n) beats, row-major, row r at beat + r * ceil(cols / n).
 // bf16x2 (A and W only): bf16 packed two per 32-bit word, half the beats (pack_bf16x2 has the
-// layout); the chip's packed dma.ld unpacks them into VMEM rows as they arrive (docs/compiler.md).
+// layout); they stay two per word in VMEM, where mxu.lw packed and mxu.mm hi read them
+// (docs/compiler.md).
 struct MatrixRef {
   uint64_t beat = 0;
   uint32_t rows = 0, cols = 0;
@@ -112,12 +113,12 @@ struct Tiling {
 };
 Tiling plan(const Preset&, const MatmulLayer&);
 
-// bf16 two per word (MatrixRef::bf16x2), as the compiler's packed loads read them. An activation
+// bf16 two per word (MatrixRef::bf16x2), as the compiler's programs read them. An activation
 // matrix (weights false): rows x ceil(Kt / 2) beats for its Kt = ceil(cols / n) column tiles, beat
 // (r, j) lane l holding element (r, 2j n + l) in bits 15:0 and (r, (2j + 1) n + l) in bits 31:16
 // (zero past the matrix). A weight matrix (weights true; n even): padded_rows(rows) / 2 beat-rows
 // x ceil(cols / n) beats, beat-row kb n/2 + i of column tile c holding rows kb n + i (bits 15:0) and
-// kb n + n/2 + i (bits 31:16) of the tile: one packed load of n/2 beats is one n x n tile.
+// kb n + n/2 + i (bits 31:16) of the tile: n/2 beats are one n x n tile, read by a packed mxu.lw.
 uint64_t bf16x2_beats(const Preset&, uint32_t rows, uint32_t cols, bool weights);
 std::vector<uint32_t> pack_bf16x2(const Preset&, uint32_t rows, uint32_t cols, std::span<const uint16_t> row_major,
                                   bool weights);

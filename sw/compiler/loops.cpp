@@ -424,11 +424,8 @@ class LoopBuilder {
   // last group when R[sLeft] = 1, its `loop` about to leave).
   enum class Last { no, yes, if_last };
   void short_tile(uint64_t g_mod4, uint64_t kb, bool group0, Last last = Last::no) {
-    Instr lw;
-    lw.op = Op::mxu_lw;
+    Instr lw = weights_lw(*l_);
     lw.f.vaddr = lay_.w_slot0 + ((g_mod4 * kb_ + kb) % kWeightSlots) * n_;
-    lw.wait = kWFull;
-    lw.signal = kWFree;
     emit(lw, fmt::format("weights (k {})", kb));
     Instr mm;
     mm.op = Op::mxu_mm;
@@ -800,11 +797,8 @@ class LoopBuilder {
   // the last (ACC_FULL); with Kb = 1 the first is also the last. pass0: the mm takes A_FULL.
   // chunks > 1: the mm in that many row chunks (emit_mm_chunks; R[rRows] is the last block's).
   void compute(int kb_kind, bool pass0, unsigned chunks = 1) {
-    Instr lw;
-    lw.op = Op::mxu_lw;
+    Instr lw = weights_lw(*l_);
     lw.f.vaddr_r = rWs;
-    lw.wait = kWFull;
-    lw.signal = kWFree;
     emit(lw, "weights");
     Instr mm;
     mm.op = Op::mxu_mm;

@@ -241,7 +241,7 @@ Err ChipModel::check(const isa::Instr& in) {
       if (f.haddr + (f.rows - 1) * f.hstride + f.cols > preset_.chip.hbm_beats) return Err::hbm_range;
       return Err::none;
     case Op::mxu_lw:
-      if (f.vaddr + n_ > vmem_rows) return Err::vmem_range;
+      if (f.vaddr + (f.packed ? (n_ + 1) / 2 : n_) > vmem_rows) return Err::vmem_range;
       if (lw_unused_) return Err::mxu_weights_unused;
       return Err::none;
     case Op::mxu_mm:
@@ -575,11 +575,16 @@ void ChipModel::execute(unsigned q) {
       break;
     }
     case Op::mxu_lw: {
+      // packed: the tile's row i is the low halves of VMEM row vaddr + i for i < h, the high
+      // halves of row vaddr + i - h after.
+      const unsigned h = f.packed ? (n_ + 1) / 2 : n_;
       std::vector<uint16_t> tile(std::size_t{n_} * n_);
-      for (unsigned i = 0; i < n_; ++i)
+      for (unsigned i = 0; i < n_; ++i) {
+        const unsigned shift = i < h ? 0 : 16;
         for (unsigned j = 0; j < n_; ++j)
           tile[f.t ? std::size_t{j} * n_ + i : std::size_t{i} * n_ + j] =
-              static_cast<uint16_t>(vmem_[(f.vaddr + i) * n_ + j] & 0xffffu);  // t: row i is column i
+              static_cast<uint16_t>(vmem_[(f.vaddr + i % h) * n_ + j] >> shift);  // t: row i is column i
+      }
       mxu_.load_weights(tile);
       switch_pending_ = true;
       break;
@@ -600,7 +605,7 @@ void ChipModel::execute(unsigned q) {
         const uint64_t rows = std::min(chunk, f.rows - first);
         for (uint64_t r = 0; r < rows; ++r) {
           const uint32_t* src = &vmem_[(f.vaddr + first + r) * n_];
-          for (unsigned j = 0; j < n_; ++j) act[r * n_ + j] = static_cast<uint16_t>(src[j] & 0xffffu);
+          for (unsigned j = 0; j < n_; ++j) act[r * n_ + j] = static_cast<uint16_t>(src[j] >> (f.hi ? 16 : 0));
         }
         mxu_.rows({act.data(), rows * n_}, {res.data(), rows * n_});
         for (uint64_t r = 0; r < rows; ++r)

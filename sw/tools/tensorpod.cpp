@@ -1247,7 +1247,7 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
   comp_cmd->add_option("--matmul", comp.matmul, "C = A x W for shape MxKxN");
   comp_cmd->add_flag("--bias", comp.bias, "--matmul: add a bias row");
   comp_cmd->add_flag("--relu", comp.relu, "--matmul: apply ReLU");
-  comp_cmd->add_flag("--bf16x2", comp.bf16x2, "--matmul: A and W in HBM as bf16 two per word (packed loads)");
+  comp_cmd->add_flag("--bf16x2", comp.bf16x2, "--matmul: A and W as bf16 two per word, in HBM and in VMEM");
   comp_cmd->add_option("--mlp", comp.mlp, "a two-layer MLP MxKxHxN");
   comp_cmd->add_option("--config", comp.preset, "preset (default: the config file's default)")->check(kNonEmpty);
   comp_cmd
@@ -1264,7 +1264,7 @@ int tool_main(int argc, char** argv, tp::mpi::World& world, bool& threw) {
   run_cmd->add_option("--matmul", run.matmul, "compile and run C = A x W for shape MxKxN");
   run_cmd->add_flag("--bias", run.bias, "--matmul: add a bias row");
   run_cmd->add_flag("--relu", run.relu, "--matmul: apply ReLU");
-  run_cmd->add_flag("--bf16x2", run.bf16x2, "--matmul: A and W in HBM as bf16 two per word (packed loads)");
+  run_cmd->add_flag("--bf16x2", run.bf16x2, "--matmul: A and W as bf16 two per word, in HBM and in VMEM");
   run_cmd->add_flag("--timing-only", run.timing_only,
                     "--backend fast with --matmul, --mlp or --demo: the cycles and counters without the data");
   run_cmd->add_option("--mlp", run.mlp, "compile and run a two-layer MLP MxKxHxN (x[M,K] -> h[M,H] -> y[M,N])");

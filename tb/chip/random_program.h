@@ -27,6 +27,10 @@ enum Sem : unsigned { kNone = 0, kW = 1, kLdV, kLdM, kFreeInV, kFreeInM, kMmV, k
 struct Gen {
   const tp::Preset& p;
   std::mt19937_64& rng;
+  // The choices added after the generator's first version (an mxu.lw's packed, an mxu.mm's hi)
+  // come from a stream of their own, seeded from rng's state without advancing it, so that a
+  // seed's other choices (and the calibration's programs) stay what they were.
+  std::mt19937_64 side;
   std::vector<tp::isa::Instr> code;
   unsigned n, R, w0, in0, t0, u0, c0;
   unsigned acc_rows_written[2] = {0, 0};
@@ -34,7 +38,8 @@ struct Gen {
   // mask for vsel that picks both ways); outputs from kOutBase on.
   static constexpr uint64_t kConstBeat = 4000, kOutBase = 8192, kOutStride = 512;
 
-  Gen(const tp::Preset& pr, std::mt19937_64& r) : p(pr), rng(r), n(pr.mxu.n) {
+  Gen(const tp::Preset& pr, std::mt19937_64& r) : p(pr), rng(r), side(r), n(pr.mxu.n) {
+    side.seed(side() ^ 0x7061636b6564ull);
     R = std::min<unsigned>({p.mxu.acc_rows / 2, (p.chip.vmem_rows - 2 * n) / 7, 48});
     w0 = 0;  // two weight tiles
     in0 = 2 * n;
@@ -83,10 +88,13 @@ struct Gen {
         auto& lw = emit(Op::mxu_lw, i == 0 ? kW : kNone).f;
         lw.vaddr = w0 + n * pick(0, 1);
         lw.t = pick(0, 1);  // plain or transposed
+        // A quarter packed: rows w0 .. w0 + h - 1 (or from w0 + n) give the tile's low and high halves.
+        lw.packed = side() % 4 == 0;
       }
       if (i >= 2) fence(1, kFreeAcc, 0);
       auto& mm = emit(Op::mxu_mm, kLdM, kMmV).f;
       mm.vaddr = in, mm.acc = acc, mm.rows = k;
+      mm.hi = side() % 2;  // bits 31:16: random words after a plain load, zero after a packed one
       // Accumulators start undefined: accumulate only onto rows an earlier mm wrote.
       mm.accumulate = k <= acc_rows_written[s] && pick(0, 1);
       acc_rows_written[s] = std::max(acc_rows_written[s], k);

@@ -175,6 +175,67 @@ TEST(Chip, PackedLoadsAndStoresRoundTrip) {
   }
 }
 
+// bf16 two per lane in VMEM (ISA v7): mxu.lw packed=1 takes a tile from ceil(n/2) rows (rows
+// i and i + n/2 in one word) and mxu.mm hi=1 the high halves of its rows. The same beats, unpacked
+// into VMEM by packed loads and read plainly, must give the same accumulators bit for bit, on
+// both backends, plain and transposed (t=1). Operands are normal bf16 near 1, so the sums are
+// finite and mostly non-zero.
+TEST(Chip, PackedWeightsAndHighHalvesReadAsTheUnpackedRows) {
+  const uint64_t seed = tp::tb::test_seed(tp::tb::current_test_name(), TP_PRESET);
+  std::mt19937_64 rng(seed);
+  const unsigned n = preset().mxu.n, h = (n + 1) / 2;
+  if (n % 2) GTEST_SKIP() << "n = " << n << ": the unpacked tile of ceil(n/2) beats has n + 1 rows";
+  const unsigned R = std::min(16u, preset().mxu.acc_rows / 4);
+  auto bf16 = [&] {  // sign, exponent 124 .. 130, random fraction
+    return static_cast<uint32_t>((rng() & 1) << 15 | (124 + rng() % 7) << 7 | (rng() & 0x7f));
+  };
+  for (const unsigned t : {0u, 1u}) {
+    Both both(stimulus(seed + t));
+    std::vector<uint32_t> w(uint64_t{h} * n), a(uint64_t{R} * n);
+    for (auto& x : w) x = bf16() << 16 | bf16();
+    for (auto& x : a) x = bf16() << 16 | bf16();
+    both.write(0, w);
+    both.write(256, a);
+    // VMEM: the packed operands at 0 and A0 = n; the unpacked ones at U = n + R and UA = U + n; out at O.
+    const unsigned A0 = n, U = n + R, UA = U + n, O = UA + 2 * R;
+    const std::string text =
+        fmt::format(R"(
+      dma.ld 0, 0, {h}, 1, 1 signal=1
+      dma.ld {A0}, 256, {R}, 1, 1 signal=2
+      mxu.lw 0 packed=1 t={t} wait=1
+      mxu.mm {A0}, 0, {R} hi=1 wait=2
+      mxu.mm {A0}, {R}, {R}
+      fence mxu signal=3
+      vmov {O}, 0, {R2}, a_acc=1 wait=3 signal=4
+      dma.st {O}, 1024, {R2}, 1, 1 wait=4 signal=5
+      dma.ld {U}, 0, {h}, 1, 1 packed=1 wait=5 signal=6
+      dma.ld {UA}, 256, {R}, 1, 1 packed=1 signal=7
+      mxu.lw {U} t={t} wait=6
+      mxu.mm {UAhi}, 0, {R} wait=7
+      mxu.mm {UA}, {R}, {R}
+      fence mxu signal=8
+      vmov {O}, 0, {R2}, a_acc=1 wait=8 signal=9
+      dma.st {O}, 2048, {R2}, 1, 1 wait=9
+      halt
+    )",
+                    fmt::arg("h", h), fmt::arg("A0", A0), fmt::arg("R", R), fmt::arg("t", t), fmt::arg("O", O),
+                    fmt::arg("R2", 2 * R), fmt::arg("U", U), fmt::arg("UA", UA), fmt::arg("UAhi", UA + R));
+    both.run(assemble(text));
+    const std::string what = fmt::format("t={} (seed {}): {}", t, seed, text);
+    both.expect_same(2048 + 2 * R, what);
+    if (HasFailure()) return;
+    const auto packed = both.rtl.read_mem(1024, 2 * R), plain = both.rtl.read_mem(2048, 2 * R);
+    std::size_t finite = 0, nonzero = 0;
+    for (std::size_t k = 0; k < packed.size(); ++k) {
+      ASSERT_EQ(packed[k], plain[k]) << what << ": accumulator row " << k / n << " lane " << k % n;
+      finite += (packed[k] & 0x7f800000u) != 0x7f800000u;
+      nonzero += (packed[k] & 0x7fffffffu) != 0;
+    }
+    EXPECT_EQ(finite, packed.size()) << what << ": every sum finite";
+    EXPECT_GT(nonzero, packed.size() / 2) << what << ": most sums non-zero";
+  }
+}
+
 // Blocks at the edges of both memories and the widest fields: all of VMEM loaded from the top of
 // HBM in blocks of one row of up to 4095 columns (the cols field's largest; small's 4096 rows take
 // one such block) and stored to its bottom, a stride spanning the whole HBM, a one-row block
@@ -799,8 +860,9 @@ void PrintTo(const BadProgram& b, std::ostream* os) { *os << b.name; }
 // N (lanes), LW (the first VMEM row a weight tile does not fit at) and Q (a quarter of V).
 std::string fill(const std::string& t) {
   const auto& p = preset();
-  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n.set Q, {}\n", p.chip.vmem_rows,
-                     p.mxu.acc_rows, p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1, p.chip.vmem_rows / 4) +
+  return fmt::format(".set V, {}\n.set A, {}\n.set H, {}\n.set N, {}\n.set LW, {}\n.set LWP, {}\n.set Q, {}\n",
+                     p.chip.vmem_rows, p.mxu.acc_rows, p.chip.hbm_beats, p.mxu.n, p.chip.vmem_rows - p.mxu.n + 1,
+                     p.chip.vmem_rows - (p.mxu.n + 1) / 2 + 1, p.chip.vmem_rows / 4) +
          t;
 }
 
@@ -818,7 +880,7 @@ TEST_P(ChipErrors, SameErrorOnBothBackends) {
 
 const BadProgram kBad[] = {
     {"illegal_opcode", Err::illegal_opcode, 1, "dma.ld 0, 0, 1, 1, 1\n.word 0, 0xfc00000000000000\nhalt\n"},
-    {"reserved_bits", Err::bad_field, 0, ".word 0x200000, 0x0400000000000000\nhalt\n"},  // mxu.lw, bit 21 set
+    {"reserved_bits", Err::bad_field, 0, ".word 0x400000, 0x0400000000000000\nhalt\n"},  // mxu.lw, bit 22 set
     {"zero_rows", Err::bad_field, 1, "fence load\ndma.ld 0, 0, 0, 1, 1\nhalt\n"},
     {"zero_cols", Err::bad_field, 0, "dma.st 0, 0, 1, 0, 1\nhalt\n"},
     {"vmem_range_dma", Err::vmem_range, 0, "dma.ld V-4, 0, 2, 3, 3\nhalt\n"},
@@ -829,6 +891,9 @@ const BadProgram kBad[] = {
     {"hbm_range_dma", Err::hbm_range, 0, "dma.st 0, H-10, 2, 1, 10\nhalt\n"},
     {"hbm_range_huge_stride", Err::hbm_range, 0, "dma.ld 0, 0, 3, 1, 0xffffff\nhalt\n"},
     {"vmem_range_lw", Err::vmem_range, 0, "mxu.lw LW\nhalt\n"},
+    // packed: ceil(n/2) rows, so LW fits and the last ceil(n/2) - 1 rows do not
+    {"vmem_range_lw_packed", Err::vmem_range, 2,
+     "mxu.lw LW packed=1\nmxu.mm 0, 0, 1 hi=1\nmxu.lw LWP packed=1\nhalt\n"},
     {"acc_range_mm", Err::acc_range, 1, "mxu.lw 0\nmxu.mm 0, A-1, 2\nhalt\n"},
     {"acc_range_vec", Err::acc_range, 0, "vmov 0, A, 1, a_acc=1\nhalt\n"},
     {"vmem_range_vec_b", Err::vmem_range, 0, "vadd 0, 8, 4, b=V-3\nhalt\n"},

@@ -495,6 +495,10 @@ TEST(IsaAsm, DisassemblyLines) {
       "dma.ld 1, 2, 3, 4, 5 wait=6");
   EXPECT_EQ(disassemble(make(Op::mxu_mm, {{F::vaddr, 72}, {F::acc, 8}, {F::rows, 8}, {F::accumulate, 1}})),
             "mxu.mm 72, 8, 8, accumulate=1");
+  // bf16 two per lane (ISA v7): an mm's high halves, a packed weight tile (transposed too).
+  EXPECT_EQ(disassemble(make(Op::mxu_mm, {{F::vaddr, 72}, {F::acc, 8}, {F::rows, 8}, {F::hi, 1}})),
+            "mxu.mm 72, 8, 8, hi=1");
+  EXPECT_EQ(disassemble(make(Op::mxu_lw, {{F::vaddr, 4}, {F::t, 1}, {F::packed, 1}})), "mxu.lw 4, t=1, packed=1");
   EXPECT_EQ(disassemble(make(Op::vadd, {{F::dst, 100}, {F::a, 0}, {F::rows, 8}, {F::b, 200}, {F::b_bcast, 1}}, 1, 2)),
             "vadd 100, 0, 8, b=200, b_bcast=1 wait=1 signal=2");
   EXPECT_EQ(disassemble(make(Op::vsel, {{F::dst, 1}, {F::a, 2}, {F::rows, 3}, {F::b, 4}, {F::imm, 0x300}})),
@@ -672,7 +676,8 @@ TEST(IsaAsm, ErrorsNameFileLineColumnAndToken) {
       {"halt\nmxu.lw 0x", "t.s:2:8: bad number '0x'"},
       {"mxu.lw foo", "t.s:1:8: unknown name 'foo'"},
       {"mxu.lw W+1", "t.s:1:8: unknown name 'W'"},
-      {"mxu.lw 1, 0, 2", "t.s:1:14: too many operands for mxu.lw (it takes 2) '2'"},
+      {"mxu.lw 1, 0, 1, 2", "t.s:1:17: too many operands for mxu.lw (it takes 3) '2'"},
+      {"mxu.lw 1, 0, 2", "t.s:1:14: value 2 does not fit packed (1 bits) '2'"},
       {"a: halt\na: halt", "t.s:2:1: redefinition of 'a'"},
       {".set a, 1\na: halt", "t.s:1:6: redefinition of 'a'"},
       {".set inf, 1", "t.s:1:6: bad constant name 'inf'"},

@@ -340,7 +340,7 @@ TEST(Compiler, NoDeadlockAtAnyQueueDepth) {
       expect_pass(tp::driver::run_matmul(*chip, {130, 3 * n + 1, 2 * n + 1, true, true, form}, seed), "odd");
       expect_pass(tp::driver::run_mlp(*chip, {101, n + 1, 2 * n, 3, form}, seed + 1), "odd");
       tp::driver::MatmulSpec packed{130, 3 * n + 1, 2 * n + 1, true, true, form};
-      packed.bf16x2 = true;  // the odd K-tiles' counts are load fences
+      packed.bf16x2 = true;  // A's K-tiles in pairs, the last one (Kb = 3) alone
       expect_pass(tp::driver::run_matmul(*chip, packed, seed + 2), "odd");
     }
   }
@@ -358,7 +358,8 @@ TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
     l2.w.beat = l2.c.beat = layers[0].c.beat + tp::compiler::padded_beats(p, 70, layers[0].n);
     l2.c.beat = l2.w.beat + tp::compiler::padded_beats(p, tp::compiler::padded_rows(p, l2.k), l2.n);
     layers.push_back(l2);
-    // And with bf16x2 operands (packed=1 in the text): layer 0's A and W, layer 1's W.
+    // And with bf16x2 operands (mxu.lw packed=1 and mxu.mm hi=1 in the text): layer 0's A and W,
+    // layer 1's W.
     std::vector<MatmulLayer> packed = layers;
     packed[0].a.bf16x2 = packed[0].w.bf16x2 = packed[1].w.bf16x2 = true;
     for (const auto& [form, ls] :
@@ -371,7 +372,8 @@ TEST(Compiler, AssemblyTextAssemblesToTheSameProgram) {
       EXPECT_EQ(again.fingerprint, prog.fingerprint);
       EXPECT_EQ(again.code, prog.code) << text;
       EXPECT_NO_THROW(tp::isa::check_preset(prog, p));
-      EXPECT_EQ(text.find("packed=1") != std::string::npos, ls[0].a.bf16x2);
+      EXPECT_EQ(text.find("packed=1") != std::string::npos, ls[0].w.bf16x2);
+      EXPECT_EQ(text.find("hi=1") != std::string::npos, ls[0].a.bf16x2);
       if (form == Form::nests && !ls[0].a.bf16x2) {  // (a bf16x2 A: layer 0 written out)
         EXPECT_NE(text.find("loop r1, "), std::string::npos) << "labels as branch targets";
       }
