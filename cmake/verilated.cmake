@@ -57,6 +57,16 @@ set(TP_VERILATOR_ARGS_ICI -Wall --assert -O2 --x-assign unique --x-initial uniqu
 set(TP_VERILATOR_ARGS_CHIP -Wall --assert -O2 --x-assign unique --x-initial unique
     --unroll-count 256 --unroll-stmts 8000)
 
+# The fast-path C++ of every model: -O2 with GCC's full vectoriser cost model, so that the MXU
+# array's rows of PEs (bf16_mac_fast, branch-free) run in SIMD lanes; for this machine's CPU with
+# TP_NATIVE (AVX2 has the per-lane variable shifts the adder needs; without them the loop stays
+# scalar, about half as fast). docs/mxu.md, "Simulation speed".
+option(TP_NATIVE "Verilated models compiled for this machine's CPU (-march=native)" ON)
+set(TP_OPT_FAST -O2 -fvect-cost-model=dynamic)
+if(TP_NATIVE)
+  list(APPEND TP_OPT_FAST -march=native)
+endif()
+
 # tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...] [ARGS ...])
 function(tp_verilate lib)
   cmake_parse_arguments(V "" "TOP;PREFIX" "SOURCES;PARAMS;ARGS" ${ARGN})
@@ -74,7 +84,7 @@ function(tp_verilate lib)
     TRACE_FST
     DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${lib}.dir
     VERILATOR_ARGS ${V_ARGS} ${V_PARAMS}
-    OPT_FAST -O2
+    OPT_FAST ${TP_OPT_FAST}
     OPT_SLOW -O1)
   target_link_libraries(${lib} PUBLIC Threads::Threads)
   # Verilator's headers are not ours: include them as system headers so that our warning

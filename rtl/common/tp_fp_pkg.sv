@@ -116,6 +116,75 @@ package tp_fp_pkg;
     return r;
   endfunction
 
+  // The MXU's common case without a branch: acc + a * w for normal a and w, a normal product and
+  // a normal or zero (or denormal: DAZ) accumulator, which bf16_mac_is_fast says. Every step is a
+  // select, not an if, so that a C++ compiler can run a row of PEs in SIMD lanes (docs/mxu.md,
+  // "Simulation speed"); outside that case the result is meaningless and bf16_mac must be used.
+  // The same bits as fp32_add_normal(acc, product) in that case.
+  function automatic logic [31:0] bf16_mac_fast(input logic [31:0] acc, input logic [15:0] a,
+                                                input logic [15:0] w);
+    logic [15:0] m;
+    logic [9:0]  e, ex;
+    logic [31:0] p, x, y, r;
+    logic [7:0]  d;
+    logic [4:0]  dd, lz;
+    logic        c4, c3, c2, c1, c0;
+    logic [26:0] mx, my, sh;
+    logic [27:0] sum, s1, s2;
+    logic [31:0] z;
+    logic        lt, carry, canc, round_up;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic [24:0] mant;
+    /* verilator lint_on UNUSEDSIGNAL */
+    m  = {8'h01, a[6:0]} * {8'h01, w[6:0]};
+    e  = {2'b00, a[14:7]} + {2'b00, w[14:7]} + {9'h000, m[15]};
+    p  = {a[15] ^ w[15], 8'(e - 10'd127), m[15] ? {m[14:0], 8'h00} : {m[13:0], 9'h000}};
+    lt = acc[30:0] < p[30:0];
+    x  = lt ? p : acc;
+    y  = lt ? acc : p;
+    d  = x[30:23] - y[30:23];
+    mx = {1'b1, x[22:0], 3'b000};
+    my = {1'b1, y[22:0], 3'b000};
+    dd = (d > 8'd26) ? 5'd26 : d[4:0];
+    sh = (d > 8'd26) ? 27'h1 : ((my >> dd) | {26'h0, (my & ~({27{1'b1}} << dd)) != '0});
+    sum = (x[31] != y[31]) ? {1'b0, mx} - {1'b0, sh} : {1'b0, mx} + {1'b0, sh};
+    carry = sum[27];
+    canc  = !sum[27] && !sum[26];
+    s1 = {1'b0, sum[27:2], sum[1] | sum[0]};
+    // leading zeros of {sum[26:0], 5'b11111}, as selects
+    z = {sum[26:0], 5'b11111};
+    // (whole variables, no bit of one written alone: that would carry its other bits from the
+    // previous PE, a dependence that stops the vectorisation)
+    c4 = (z[31:16] == '0); z = c4 ? z << 16 : z;
+    c3 = (z[31:24] == '0); z = c3 ? z << 8 : z;
+    c2 = (z[31:28] == '0); z = c2 ? z << 4 : z;
+    c1 = (z[31:30] == '0); z = c1 ? z << 2 : z;
+    c0 = !z[31];
+    lz = {c4, c3, c2, c1, c0};
+    s2 = sum << lz;
+    ex = carry ? {2'b00, x[30:23]} + 10'd1 : (canc ? {2'b00, x[30:23]} - {5'b00000, lz} : {2'b00, x[30:23]});
+    sum = carry ? s1 : (canc ? s2 : sum);
+    round_up = sum[2] & (sum[1] | sum[0] | sum[3]);
+    mant = {1'b0, sum[26:3]} + {24'h0, round_up};
+    ex = mant[24] ? ex + 10'd1 : ex;
+    r = (ex >= 10'd255) ? {x[31], 8'hff, 23'h0} : {x[31], ex[7:0], mant[22:0]};
+    r = (ex[9] || (ex == '0)) ? {x[31], 31'h0} : r;
+    r = (sum[26:0] == '0) ? 32'h0 : r;
+    return (acc[30:23] == 8'h00) ? p : r;
+  endfunction
+
+  // Whether bf16_mac_fast's case holds (the sign bits and fractions do not matter).
+  /* verilator lint_off UNUSEDSIGNAL */
+  function automatic logic bf16_mac_is_fast(input logic [31:0] acc, input logic [15:0] a, input logic [15:0] w);
+    logic [15:0] m;
+    logic [9:0]  e;
+    m = {8'h01, a[6:0]} * {8'h01, w[6:0]};
+    e = {2'b00, a[14:7]} + {2'b00, w[14:7]} + {9'h000, m[15]};
+    return (a[14:7] != 8'h00) && (a[14:7] != 8'hff) && (w[14:7] != 8'h00) && (w[14:7] != 8'hff) &&
+           (acc[30:23] != 8'hff) && (e > 10'd127) && (e < 10'd382);
+  endfunction
+  /* verilator lint_on UNUSEDSIGNAL */
+
   // One multiply-accumulate step of the MXU: acc + a * w, the product exact, one rounding.
   // The common case (normal operands, a normal product, a normal or zero accumulator) skips the
   // special-value checks; everything else takes the general path. Both give the same bits.

@@ -202,25 +202,50 @@ module tp_mxu_array
   logic [31:0] p_q [N][N];   // partial sum leaving each PE
   logic [31:0] obuf_q [N][DD];  // deskew: column j keeps its results until the row is whole
 
-  always_ff @(posedge clk_i) begin : array_core
-    if (adv) begin
-      for (int j = 0; j < N; j++) begin
-        obuf_q[j][DW'(cyc_q - MW'(N + 2 + j))] = p_q[N-1][j];
-      end
-      for (int i = N - 1; i >= 0; i--) begin
-        for (int j = N - 1; j >= 0; j--) begin
-          p_q[i][j] = bf16_mac((i == 0) ? 32'h0 : p_q[(i == 0) ? 0 : i - 1][j], a_q[i][j],
-                               wbuf_q[s_q[i][j]][i][j]);
-          if (j == 0) begin
-            a_q[i][j] = ihist_q[HW'(cyc_q - MW'(1 + i))][i];
-            s_q[i][j] = shist_q[HW'(cyc_q - MW'(1 + i))];
-          end else begin
-            a_q[i][j] = a_q[i][j-1];
-            s_q[i][j] = s_q[i][j-1];
-          end
-        end
-      end
+  // One clock edge of the array, as a task so that its loop variables are C++ locals in the
+  // Verilated model (an always_ff block's are members of the model, which keeps the compiler from
+  // vectorising the loops). Row by row, bottom first: every PE of the row takes the branch-
+  // free common case (bf16_mac_fast), a loop the compiler runs in SIMD lanes; then the PEs whose
+  // operands are not all normal are redone on the general path; then the row's activations move
+  // one PE to the right. Row i reads only row i - 1's partial sums, which are still the old ones.
+  // Synthesis (and the lowered model's test) takes one bf16_mac per PE instead, the same
+  // function as one block of logic, not two (TP_MXU_ONE_MAC; yosys defines SYNTHESIS).
+`ifdef SYNTHESIS
+`define TP_MXU_ONE_MAC
+`endif
+  task automatic array_step;
+    for (int j = 0; j < N; j++) begin
+      obuf_q[j][DW'(cyc_q - MW'(N + 2 + j))] = p_q[N-1][j];
     end
+    for (int i = N - 1; i >= 0; i--) begin
+`ifdef TP_MXU_ONE_MAC
+      for (int j = 0; j < N; j++) begin
+        p_q[i][j] = bf16_mac((i == 0) ? 32'h0 : p_q[(i == 0) ? 0 : i - 1][j], a_q[i][j],
+                             s_q[i][j] ? wbuf_q[1][i][j] : wbuf_q[0][i][j]);
+      end
+`else
+      for (int j = 0; j < N; j++) begin
+        p_q[i][j] = bf16_mac_fast((i == 0) ? 32'h0 : p_q[(i == 0) ? 0 : i - 1][j], a_q[i][j],
+                                  s_q[i][j] ? wbuf_q[1][i][j] : wbuf_q[0][i][j]);
+      end
+      for (int j = 0; j < N; j++) begin
+        if (!bf16_mac_is_fast((i == 0) ? 32'h0 : p_q[(i == 0) ? 0 : i - 1][j], a_q[i][j],
+                              s_q[i][j] ? wbuf_q[1][i][j] : wbuf_q[0][i][j]))
+          p_q[i][j] = bf16_mac((i == 0) ? 32'h0 : p_q[(i == 0) ? 0 : i - 1][j], a_q[i][j],
+                               s_q[i][j] ? wbuf_q[1][i][j] : wbuf_q[0][i][j]);
+      end
+`endif
+      for (int j = N - 1; j > 0; j--) begin
+        a_q[i][j] = a_q[i][j-1];
+        s_q[i][j] = s_q[i][j-1];
+      end
+      a_q[i][0] = ihist_q[HW'(cyc_q - MW'(1 + i))][i];
+      s_q[i][0] = shist_q[HW'(cyc_q - MW'(1 + i))];
+    end
+  endtask
+
+  always_ff @(posedge clk_i) begin : array_core
+    if (adv) array_step();
   end
 
   // ---------------------------------------------------------------------------------------------

@@ -50,6 +50,12 @@ class FpUnit : public ::testing::Test {
     dut_->eval();
     return dut_->mac_o;
   }
+  // The array's way (tp_mxu_array): bf16_mac_fast where bf16_mac_is_fast holds; fast: whether it did.
+  uint32_t mac_array(uint32_t acc, uint16_t a, uint16_t b, bool& fast) {
+    mac(acc, a, b);
+    fast = dut_->mac_fast_ok_o;
+    return dut_->mac_fast_o;
+  }
 
   // Count a mismatch; report the first few with everything needed to reproduce them.
   void check(bool ok, const std::string& what) {
@@ -212,6 +218,7 @@ TEST_F(FpUnit, AddDirected) {
 TEST_F(FpUnit, MacMatchesMulThenAdd) {
   constexpr uint64_t kCount = 300'000;
   const auto specials = bf16_specials();
+  uint64_t fast_count = 0;
   for (uint64_t i = 0; i < kCount; ++i) {
     const uint64_t r = rng_();
     auto a = static_cast<uint16_t>(r), b = static_cast<uint16_t>(r >> 16);
@@ -222,8 +229,17 @@ TEST_F(FpUnit, MacMatchesMulThenAdd) {
     const uint32_t got = mac(acc, a, b), want = bf16_mac(acc, a, b);
     check(got == want,
           fmt::format("mac({:#010x}, {:#06x}, {:#06x}) = {:#010x}, golden {:#010x}", acc, a, b, got, want));
+    // And as the array computes it (bf16_mac_fast, branch-free, where its case holds).
+    bool fast = false;
+    const uint32_t arr = mac_array(acc, a, b, fast);
+    fast_count += fast;
+    check(arr == want, fmt::format("array mac({:#010x}, {:#06x}, {:#06x}) = {:#010x} ({} path), golden {:#010x}", acc,
+                                   a, b, arr, fast ? "fast" : "general", want));
   }
   EXPECT_EQ(failures_, 0u);
+  // Not vacuous: most MACs take the array's fast path, and some do not.
+  EXPECT_GT(fast_count, kCount / 2);
+  EXPECT_LT(fast_count, kCount);
 }
 
 }  // namespace
