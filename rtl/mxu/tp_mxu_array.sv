@@ -192,10 +192,10 @@ module tp_mxu_array
   // The array and its deskew buffer
   // ---------------------------------------------------------------------------------------------
   // The one exception to the d/q style (docs/mxu.md, "Simulation speed"): the N x N state is
-  // updated in place by blocking assignments, visited in reverse dependency order (bottom-right
-  // first) so that every read sees the value from before the clock edge, exactly as separate
-  // flops would. Verilator keeps these as C++ loops; a d/q copy of N^2 registers would be
-  // expanded into N^2 statements. The state is read only here, and obuf_q only by the output
+  // updated in place by blocking assignments, visited in reverse dependency order (rows bottom
+  // first, a row's shift rightmost first) so that every read sees the value from before the
+  // clock edge, exactly as separate flops would. Verilator keeps these as C++ loops; a d/q copy
+  // of N^2 registers would be expanded into N^2 statements. The state is read only here, and obuf_q only by the output
   // logic below at slots this process does not write in the same cycle, so there is no race.
   logic [15:0] a_q [N][N];   // activation held by each PE
   logic        s_q [N][N];   // its weight buffer select
