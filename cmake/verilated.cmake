@@ -57,21 +57,29 @@ set(TP_VERILATOR_ARGS_ICI -Wall --assert -O2 --x-assign unique --x-initial uniqu
 set(TP_VERILATOR_ARGS_CHIP -Wall --assert -O2 --x-assign unique --x-initial unique
     --unroll-count 256 --unroll-stmts 8000)
 
-# The fast-path C++ of every model: -O2 with GCC's full vectoriser cost model, so that the MXU
-# array's rows of PEs (bf16_mac_fast, branch-free) run in SIMD lanes; for this machine's CPU with
-# TP_NATIVE (AVX2 has the per-lane variable shifts the adder needs; without them the loop stays
-# scalar, about half as fast). docs/mxu.md, "Simulation speed".
-option(TP_NATIVE "Verilated models compiled for this machine's CPU (-march=native)" ON)
-set(TP_OPT_FAST -O2 -fvect-cost-model=dynamic)
+# The fast-path C++ of a model: -O2. The MXU models' (TP_OPT_FAST_SIMD) add GCC's full vectoriser
+# cost model, so that the array's rows of PEs (bf16_mac_fast, branch-free) run in SIMD lanes, for
+# this machine's CPU with TP_NATIVE (AVX2 has the per-lane variable shifts the adder needs; without
+# them the loop stays scalar, about half as fast). The chips keep the one-MAC PE (TP_MXU_ONE_MAC)
+# and plain -O2: the vectoriser's cost model on all of a chip's C++ cost build time (the v2 chip:
+# 309 s of C++ against 273) and won no speed there (512^3 on small: 27.3 s against 25.6 s), where
+# the rest of the chip dominates (docs/mxu.md, "Simulation speed"; docs/benchmarks.md).
+option(TP_NATIVE "The MXU models compiled for this machine's CPU (-march=native)" ON)
+set(TP_OPT_FAST -O2)
+set(TP_OPT_FAST_SIMD -O2 -fvect-cost-model=dynamic)
 if(TP_NATIVE)
-  list(APPEND TP_OPT_FAST -march=native)
+  list(APPEND TP_OPT_FAST_SIMD -march=native)
 endif()
 
-# tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...] [ARGS ...])
+# tp_verilate(<lib> TOP <module> PREFIX <class> SOURCES <files> [PARAMS -Gx=y ...] [ARGS ...]
+#             [OPT_FAST <flags>]); OPT_FAST defaults to TP_OPT_FAST.
 function(tp_verilate lib)
-  cmake_parse_arguments(V "" "TOP;PREFIX" "SOURCES;PARAMS;ARGS" ${ARGN})
+  cmake_parse_arguments(V "" "TOP;PREFIX" "SOURCES;PARAMS;ARGS;OPT_FAST" ${ARGN})
   if(NOT V_ARGS)
     set(V_ARGS ${TP_VERILATOR_ARGS})
+  endif()
+  if(NOT V_OPT_FAST)
+    set(V_OPT_FAST ${TP_OPT_FAST})
   endif()
   if(TP_COVERAGE)
     list(APPEND V_ARGS --coverage-line --coverage-toggle)
@@ -84,7 +92,7 @@ function(tp_verilate lib)
     TRACE_FST
     DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${lib}.dir
     VERILATOR_ARGS ${V_ARGS} ${V_PARAMS}
-    OPT_FAST ${TP_OPT_FAST}
+    OPT_FAST ${V_OPT_FAST}
     OPT_SLOW -O1)
   target_link_libraries(${lib} PUBLIC Threads::Threads)
   # Verilator's headers are not ours: include them as system headers so that our warning
@@ -102,7 +110,7 @@ function(tp_mxu_model preset)
   tp_preset_get(n ${preset} mxu n)
   tp_preset_get(acc_rows ${preset} mxu acc_rows)
   tp_verilate(rtl_mxu_${preset} TOP tp_mxu PREFIX Vmxu_${preset} SOURCES ${TP_RTL_MXU}
-              PARAMS -GN=${n} -GAccRows=${acc_rows})
+              PARAMS -GN=${n} -GAccRows=${acc_rows} OPT_FAST ${TP_OPT_FAST_SIMD})
 endfunction()
 
 function(tp_mxu_array_model preset)
@@ -111,7 +119,7 @@ function(tp_mxu_array_model preset)
   endif()
   tp_preset_get(n ${preset} mxu n)
   tp_verilate(rtl_mxu_array_${preset} TOP tp_mxu_array PREFIX Vmxu_array_${preset}
-              SOURCES ${TP_RTL_MXU} PARAMS -GN=${n} -GTagW=17)
+              SOURCES ${TP_RTL_MXU} PARAMS -GN=${n} -GTagW=17 OPT_FAST ${TP_OPT_FAST_SIMD})
 endfunction()
 
 # One integer option of tp_ici_model: <value> (empty: 1) checked against [1, <max>], returned in
@@ -344,6 +352,12 @@ function(tp_chip_params preset out)
   set(${out} ${p} PARENT_SCOPE)
 endfunction()
 
+# What every chip model adds: the one-MAC PE (TP_MXU_ONE_MAC, above), and functions of at most 4000
+# statements, each its own C++ file. A chip's evaluation and trace functions are otherwise a few
+# large ones, and GCC's time on a function grows faster than its size: the v2 chip's C++ took
+# 275 s on 2 cores with Verilator's defaults, 182 s with this split (docs/benchmarks.md).
+set(TP_CHIP_ARGS +define+TP_MXU_ONE_MAC --output-split-cfuncs 4000 --output-split-ctrace 4000)
+
 # The single chip at a preset: rtl_chip_<preset> (class Vchip_<preset>). With chip.memory "hbm"
 # the top is tp_chip_hbm (the chip on the HBM subsystem, DRAM ports out), else tp_chip (the
 # memory port out, for the testbench's memory model).
@@ -359,10 +373,10 @@ function(tp_chip_model preset)
     # The HBM controller's loops over banks and queue entries must be unrolled (they assign
     # array elements with <=), so this model gets Verilator's default unrolling, like tp_hbm.
     tp_verilate(rtl_chip_${preset} TOP tp_chip_hbm PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP_HBM}
-                PARAMS ${params} ${hbm_params} -GNC=${nc} ARGS ${TP_VERILATOR_ARGS_ICI})
+                PARAMS ${params} ${hbm_params} -GNC=${nc} ARGS ${TP_VERILATOR_ARGS_ICI} ${TP_CHIP_ARGS})
   else()
     tp_verilate(rtl_chip_${preset} TOP tp_chip PREFIX Vchip_${preset} SOURCES ${TP_RTL_CHIP} PARAMS ${params}
-                ARGS ${TP_VERILATOR_ARGS_CHIP})
+                ARGS ${TP_VERILATOR_ARGS_CHIP} ${TP_CHIP_ARGS})
   endif()
 endfunction()
 
