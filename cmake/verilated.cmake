@@ -352,10 +352,10 @@ function(tp_chip_params preset out)
   set(${out} ${p} PARENT_SCOPE)
 endfunction()
 
-# What every chip model adds: the one-MAC PE (TP_MXU_ONE_MAC, above), and functions of at most 4000
-# statements, each its own C++ file. A chip's evaluation and trace functions are otherwise a few
-# large ones, and GCC's time on a function grows faster than its size: the v2 chip's C++ took
-# 275 s on 2 cores with Verilator's defaults, 182 s with this split (docs/benchmarks.md).
+# What every chip model adds: the one-MAC PE (TP_MXU_ONE_MAC, above), and its evaluation and trace
+# functions split into functions of at most 4000 statements. They are otherwise a few large ones,
+# and GCC's time on a function grows faster than its size: the v2 chip's C++ took 275 s on 2 cores
+# with Verilator's defaults, 182 s with this split (docs/benchmarks.md).
 set(TP_CHIP_ARGS +define+TP_MXU_ONE_MAC --output-split-cfuncs 4000 --output-split-ctrace 4000)
 
 # The single chip at a preset: rtl_chip_<preset> (class Vchip_<preset>). With chip.memory "hbm"
