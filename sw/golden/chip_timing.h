@@ -59,10 +59,15 @@ class ChipTiming {
 // instruction (a fence in the MXU queue waits for it).
 struct MxuTiming {
   uint64_t handoff = 0, loader_free = 0, streamer_free = 0, last_mm_start = 0, lw_done = 0;
+  uint64_t last_switch = 0;     // the start of the last mxu.mm that switched tiles
   bool switch_pending = false;  // the next mxu.mm switches to the tile of the last mxu.lw
 
-  TimeSpan lw(uint64_t ready, uint64_t n) {
-    const uint64_t start = std::max({ready, handoff, loader_free, last_mm_start});
+  // switch_wait: cycles from a tile switch (the switching mxu.mm's start) to the first weight row
+  // the array takes: tp_mxu_array takes none until the old tile's last row has cleared the array
+  // (its drain count), so with fewer than 2n rows a tile the MXU takes a tile every 2n cycles. The
+  // fast model's n, the dataflow estimate's 0.
+  TimeSpan lw(uint64_t ready, uint64_t n, uint64_t switch_wait = 0) {
+    const uint64_t start = std::max({ready, handoff, loader_free, last_mm_start, last_switch + switch_wait});
     loader_free = lw_done = start + n;
     handoff = start;
     switch_pending = true;
@@ -71,8 +76,11 @@ struct MxuTiming {
   // rows streamed, complete `drain` cycles after the last one enters the array.
   TimeSpan mm(uint64_t ready, uint64_t rows, uint64_t drain) {
     uint64_t start = std::max({ready, handoff, streamer_free});
-    if (switch_pending) start = std::max(start, lw_done);
-    switch_pending = false;  // its first row switches tiles
+    if (switch_pending) {
+      start = std::max(start, lw_done);
+      last_switch = start;  // its first row switches tiles
+    }
+    switch_pending = false;
     streamer_free = start + rows;
     handoff = last_mm_start = start;
     return {start, start + rows + drain};

@@ -394,7 +394,7 @@ class FastTiming final : public ChipTiming {
       }
       case Op::mxu_lw:
       case Op::mxu_mm: {
-        const TimeSpan t = in.op == Op::mxu_lw ? mxu_.lw(ready, n_) : mxu_.mm(ready, f.rows, k_.mm_drain);
+        const TimeSpan t = in.op == Op::mxu_lw ? mxu_.lw(ready, n_, n_) : mxu_.mm(ready, f.rows, k_.mm_drain);
         start = t.start, complete = t.complete;
         if (in.op == Op::mxu_mm) mxu_streams(start, start + f.rows);
         break;

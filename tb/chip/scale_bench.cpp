@@ -82,6 +82,11 @@ std::vector<Program> chip_programs(const tp::Preset& p, const std::vector<uint32
                      spec.bf16x2 = true;
                      return tp::driver::run_matmul(c, spec, 1);
                    }});
+  // Thin (n/2 rows of A a tile): the MXU paced by the array's wait after each tile switch.
+  progs.push_back(
+      {fmt::format("matmul {}x{}x{}", n / 2, big * n, big * n), [n, big](Chip& c) {
+         return tp::driver::run_matmul(c, {n / 2, big * n, big * n, false, false, tp::compiler::Form::loops}, 1);
+       }});
   progs.push_back({fmt::format("matmul {}x{}x{} bias relu", 3 * n + 1, 2 * n + 3, n + 5), [n](Chip& c) {
                      return tp::driver::run_matmul(c, {3 * n + 1, 2 * n + 3, n + 5, true, true}, 1);
                    }});
