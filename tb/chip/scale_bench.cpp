@@ -18,12 +18,17 @@
 // pod's, or the highest of its runs: the matmul's entry includes the all-reduce's peak) and per
 // chip, and the pod's cycles.
 //
+// --trace DIR (--part chip): each program's first RTL and fast runs as one Chrome trace,
+// DIR/<preset>-<program>.json (the two chips as two processes), for scripts/trace_diff.py.
+// --only TEXT: the programs whose name contains TEXT.
+//
 // Each run appends its entries to the report (one pod per process).
 #include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +41,7 @@
 #include "pod_programs.h"
 #include "random_program.h"
 #include "slice.h"
+#include "trace.h"
 
 namespace {
 
@@ -103,16 +109,53 @@ constexpr double kMinSeconds = 0.05;  // Chip::run time a speed is measured over
 constexpr unsigned kRounds = 3;       // interleaved rounds of the three backends' runs
 constexpr unsigned kMaxRuns = 6000;
 
-int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_t>& sizes, unsigned random_programs,
-              uint64_t seed, const std::string& out) {
+// A program's name as a file name: letters, digits and '-' ("random program 0 (seed 1)" ->
+// "random-program-0-seed-1").
+std::string slug(const std::string& s) {
+  std::string o;
+  for (const char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      o += c;
+    else if (!o.empty() && o.back() != '-')
+      o += '-';
+  }
+  while (!o.empty() && o.back() == '-') o.pop_back();
+  return o;
+}
+
+struct ChipOptions {
+  std::vector<uint32_t> sizes;
+  unsigned random_programs = 4;
+  uint64_t seed = 1;
+  std::string only, trace_dir;
+};
+
+int part_chip(const std::vector<std::string>& presets, const ChipOptions& o, const std::string& out) {
   bool ok = true;
+  unsigned matched = 0;
   for (const auto& name : presets) {
     const tp::Preset p = tp::load_preset(name);
-    for (const auto& prog : chip_programs(p, sizes, random_programs, seed)) {
+    for (const auto& prog : chip_programs(p, o.sizes, o.random_programs, o.seed)) {
+      if (prog.name.find(o.only) == std::string::npos) continue;
+      ++matched;
+      tp::trace::ChipTrace rtl_trace("chip (0, 0)"), fast_trace("chip (0, 0)");
+      rtl_trace.set_group("rtl");
+      fast_trace.set_group("fast");
+      const bool tracing = !o.trace_dir.empty();
       auto rtl = Chip::open(name, Backend::rtl);
+      if (tracing) rtl->set_trace(&rtl_trace);
       const auto r = prog.run(*rtl);
       auto fast = Chip::open(name, Backend::fast);
+      if (tracing) fast->set_trace(&fast_trace);
       const auto f = prog.run(*fast);
+      if (tracing) {
+        const std::string path = fmt::format("{}/{}-{}.json", o.trace_dir, name, slug(prog.name));
+        std::ofstream file(path);
+        const std::vector<const tp::trace::ChipTrace*> chips = {&rtl_trace, &fast_trace};
+        tp::trace::write_chrome_trace(file, chips, {"scale_bench", "rtl and fast", name, p.clock_mhz / 1000.0});
+        if (!file) throw std::runtime_error(fmt::format("--trace: cannot write {}", path));
+        fmt::print("trace: {}\n", path);
+      }
       const auto t = prog.run(*tp::driver::make_golden_chip(p, true, true));
       const auto g = prog.run(*Chip::open(name, Backend::golden));  // the dataflow estimate, for comparison
       if (!r.pass || !f.pass || !t.status.ok()) {
@@ -186,6 +229,10 @@ int part_chip(const std::vector<std::string>& presets, const std::vector<uint32_
               {"timing_only_speedup", rs.per_s() > 0 ? ts.per_s() / rs.per_s() : 0.0}});
     }
   }
+  if (matched == 0) {
+    fmt::print(stderr, "scale_bench: --only '{}': no program's name contains it\n", o.only);
+    return 2;
+  }
   return ok ? 0 : 1;
 }
 
@@ -243,21 +290,26 @@ int main(int argc, char** argv) {
   CLI::App app{"tensorpod scale benchmark: the fast chip model against the RTL, full-size pods on it"};
   std::string part, out = "build/reports/scale.json", topology;
   std::vector<std::string> presets;
-  std::vector<uint32_t> sizes = {4, 8};
-  unsigned random_programs = 4;
-  uint64_t seed = 1;
+  ChipOptions chip;
+  chip.sizes = {4, 8};
   uint32_t rows = 0, block_rows = 8;
   app.add_option("--part", part, "chip (calibration and speed) or pod (a full-size pod on the fast model)")
       ->required()
       ->check(CLI::IsMember({"chip", "pod"}));
   app.add_option("--presets", presets, "--part chip: presets (default: every one with an RTL backend)");
-  app.add_option("--sizes", sizes,
+  app.add_option("--sizes", chip.sizes,
                  "--part chip: the matmuls' M = K = N as multiples of n; the largest also for "
                  "the bf16x2 matmul and the MLP (M x M x 2M x M/2)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 16u));
-  app.add_option("--random", random_programs, "--part chip: random programs per preset")->capture_default_str();
-  app.add_option("--seed", seed, "--part chip: the first random program's seed")->capture_default_str();
+  app.add_option("--random", chip.random_programs, "--part chip: random programs per preset")->capture_default_str();
+  app.add_option("--seed", chip.seed, "--part chip: the first random program's seed")->capture_default_str();
+  app.add_option("--only", chip.only, "--part chip: only the programs whose name contains this")
+      ->check(CLI::Validator([](std::string& t) { return t.empty() ? std::string("an empty value") : std::string(); },
+                             "TEXT"));
+  app.add_option("--trace", chip.trace_dir,
+                 "--part chip: write each program's RTL and fast runs as a Chrome trace into this directory")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--topology", topology, "--part pod: a pod of configs/pods.json");
   app.add_option("--rows", rows, "--part pod: the all-reduce's rows per chip")->capture_default_str();
   app.add_option("--block-rows", block_rows, "--part pod: the data-parallel matmul's rows of A per chip")
@@ -266,7 +318,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "report to append to")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // Each part's options, refused with the other part rather than ignored.
-  for (const char* o : {"--presets", "--sizes", "--random", "--seed"})
+  for (const char* o : {"--presets", "--sizes", "--random", "--seed", "--only", "--trace"})
     if (part == "pod" && app.count(o) > 0) {
       fmt::print(stderr, "scale_bench: {} goes with --part chip\n", o);
       return 2;
@@ -283,7 +335,7 @@ int main(int argc, char** argv) {
       for (const auto& p : presets)
         if (std::find(rtl.begin(), rtl.end(), p) == rtl.end())
           throw std::invalid_argument(fmt::format("--presets: no RTL backend for '{}' in this binary", p));
-      return part_chip(presets, sizes, random_programs, seed, out);
+      return part_chip(presets, chip, out);
     }
     if (topology.empty() || rows == 0) throw std::invalid_argument("--part pod needs --topology and --rows");
     return part_pod(topology, rows, block_rows, out);
