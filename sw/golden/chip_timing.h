@@ -60,6 +60,7 @@ class ChipTiming {
 struct MxuTiming {
   uint64_t handoff = 0, loader_free = 0, streamer_free = 0, last_mm_start = 0, lw_done = 0;
   uint64_t last_switch = 0;     // the start of the last mxu.mm that switched tiles
+  bool switched = false;        // an mxu.mm has switched tiles (last_switch is one)
   bool switch_pending = false;  // the next mxu.mm switches to the tile of the last mxu.lw
 
   // switch_wait: cycles from a tile switch (the switching mxu.mm's start) to the first weight row
@@ -67,7 +68,8 @@ struct MxuTiming {
   // (its drain count), so with fewer than 2n rows a tile the MXU takes a tile every 2n cycles. The
   // fast model's n, the dataflow estimate's 0.
   TimeSpan lw(uint64_t ready, uint64_t n, uint64_t switch_wait = 0) {
-    const uint64_t start = std::max({ready, handoff, loader_free, last_mm_start, last_switch + switch_wait});
+    const uint64_t after_switch = switched ? last_switch + switch_wait : 0;  // the first tile waits for none
+    const uint64_t start = std::max({ready, handoff, loader_free, last_mm_start, after_switch});
     loader_free = lw_done = start + n;
     handoff = start;
     switch_pending = true;
@@ -79,6 +81,7 @@ struct MxuTiming {
     if (switch_pending) {
       start = std::max(start, lw_done);
       last_switch = start;  // its first row switches tiles
+      switched = true;
     }
     switch_pending = false;
     streamer_free = start + rows;

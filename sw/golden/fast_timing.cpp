@@ -29,10 +29,13 @@
 //    due if the memory is idle, else postponed), and the writes drained in batches (bus time),
 //    or where each write needs an activate timed as the reads, holding their queue entries
 //    until their column command;
+//  - fences as the RTL's: one that only waits leaves its queue once it has its count; one that
+//    signals waits for its unit to be idle, but in the MXU queue the unit takes it and signals
+//    behind the work in flight, and the queue goes on;
 //  - every unit starts a cycle after its instruction is ready (dispatched, its semaphore count
-//    arrived); the MXU and fences as the dataflow estimate, but mxu.mm's drain is 2n + 2; the
-//    vector unit S rows a cycle, or with operand a from the accumulators one row a cycle (their
-//    one read port);
+//    arrived); the MXU as the dataflow estimate, but mxu.mm's drain is 2n + 2, and the loader
+//    waits n cycles after a tile switch (the array's drain count); the vector unit S rows a
+//    cycle, or with operand a from the accumulators one row a cycle (their one read port);
 //  - ici.send: a head flit per packet of up to four rows (tp_ici_unit), a lead of a few cycles
 //    before the first flit, per hop the router's pipeline on top of the link latency, and the
 //    VCs' credit loop (FastIciFigures::stream_cycles).
@@ -284,6 +287,7 @@ class FastTiming final : public ChipTiming {
     for (auto& d : pending_) d.clear();
     unit_free_.fill(0);
     queue_done_.fill(0);
+    last_start_.fill(0);
     engine_free_.fill(0);
     ld_done_.fill(0);
     mxu_rows_.clear();
@@ -321,7 +325,25 @@ class FastTiming final : public ChipTiming {
     ready += k_.start_delay;
     switch (in.op) {
       case Op::fence:
-        start = complete = fence_start(ready, queue_done_[q], q == kMxu ? mxu_.handoff : unit_free_[q]);
+        if (in.signal == 0) {
+          // A fence that only waits leaves its queue once it has its count and never reaches the
+          // unit (docs/chip.md "Fences"): it waits for no completion, and what follows it in its
+          // queue starts no sooner.
+          start = complete = std::max(ready, last_start_[q]);
+          uint64_t& after = q == kMxu ? mxu_.handoff : unit_free_[q];
+          after = std::max(after, start);
+          slot_free_[q][seq % depth_] = last_start_[q] = start;
+          return {start, complete};
+        }
+        if (q == kMxu) {
+          // The MXU unit takes a signalling fence and orders its signal behind the work in flight
+          // (its completion FIFO): the signal once every earlier MXU instruction is complete (the
+          // max below), and the queue goes on meanwhile.
+          start = mxu_.handoff = std::max(ready, mxu_.handoff);
+          complete = start;
+          break;
+        }
+        start = complete = fence_start(ready, queue_done_[q], unit_free_[q]);
         break;
       case Op::dma_ld: {
         const uint64_t beats = uint64_t{f.rows} * f.cols, per_beat = 1ull << f.packed;
@@ -406,7 +428,7 @@ class FastTiming final : public ChipTiming {
         e = complete;
         unit_free_[q] = start;
         queue_done_[q] = std::max(queue_done_[q], complete);
-        slot_free_[q][seq % depth_] = start;  // it left its queue when it started
+        slot_free_[q][seq % depth_] = last_start_[q] = start;  // it left its queue when it started
         return {start, complete};
       }
       default: {  // vector
@@ -430,7 +452,7 @@ class FastTiming final : public ChipTiming {
     }
     complete = std::max(complete, queue_done_[q]);
     queue_done_[q] = complete;
-    slot_free_[q][seq % depth_] = start;
+    slot_free_[q][seq % depth_] = last_start_[q] = start;
     return {start, complete};
   }
 
@@ -625,6 +647,7 @@ class FastTiming final : public ChipTiming {
   std::array<std::deque<uint64_t>, isa::kQueues> pending_;  // dispatch times of queued instructions
   std::array<uint64_t, isa::kQueues> unit_free_{};
   std::array<uint64_t, isa::kQueues> queue_done_{};
+  std::array<uint64_t, isa::kQueues> last_start_{};  // when the queue's last instruction left it (started)
   std::array<uint64_t, 4> engine_free_{};
   std::array<uint64_t, 4> ld_done_{};     // completions of the last four loads, by ld_count_ % 4
   std::array<uint64_t, 4> st_done_{};     // completions of the last four stores, by st_count_ % 4

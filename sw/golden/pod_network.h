@@ -10,11 +10,13 @@
 // - its head takes each link's VC (route_vcs: the sender's lane, the dateline class) at the
 //   first gap of S cycles in that VC's calendar at or after it reached the link (the head left
 //   the previous link hop_delay before);
-// - its tail leaves each link S after the head, or later where the head was held up further on:
-//   no sooner than hop_delay + credit_flits before the tail left the next link (a VC buffer's
-//   worth waits in the next router); the VC is held from head to tail;
 // - its F flits take the link's earliest free cycles from the head on, a flit a cycle, in the
 //   gaps other transfers left (the VCs share the link's cycles);
+// - its tail leaves each link S after the head, or later: after its last flit crossed the link,
+//   and no sooner than hop_delay + credit_flits before the tail left the next link (a VC
+//   buffer's worth waits in the next router), so a transfer slowed on a link further on, by
+//   another's VC or by the flits of transfers on other VCs, holds the links behind it and its
+//   sender's engine; the VC is held from head to tail;
 // - the arrival moves later by as much as its tail left the last link later than on an idle
 //   network. Never earlier: on an idle network the arrival is the timing model's.
 // The sender's own timing does not see these delays (its ici.send completes as on an idle
@@ -63,8 +65,10 @@ class PodNetwork {
     for (std::size_t i = 0; i < ports.size(); ++i) links[i] = 4ull * (nodes[i].x + nodes[i].y * t_.kx) + ports[i];
     // Wormhole: the transfer holds its VC on each link from its head to its tail. Its head takes
     // each link's VC at the first gap after it reached the link; its tail leaves a link no sooner
-    // than the stream's span after its head, nor sooner than the buffer of credit_flits flits lets
-    // it before the tail left the next link (a head held up downstream holds the links behind).
+    // than the stream's span after its head, nor before its last flit crossed it (the flits share
+    // the link's cycles with other VCs' transfers), nor sooner than the buffer of credit_flits
+    // flits lets it before the tail left the next link (a transfer held up downstream, by a VC or
+    // by the link's cycles, holds the links behind it and, through the first link, its sender).
     std::vector<uint64_t> head(ports.size()), tail(ports.size());
     std::vector<unsigned> vcs;
     if (!vc_hold_.empty()) vcs = route_vcs(t_, s, src, dst, f_.vcs, (src.x + src.y) % (f_.vcs / 2), f_.class_choice);
@@ -77,8 +81,17 @@ class PodNetwork {
       head[i] = vcs.empty() ? from : vc_hold_[links[i] * f_.vcs + vcs[i]].first_fit(from, span);
       from = head[i] + f_.hop_delay;
     }
+    // The flits on each link, in the gaps other transfers left: the last one crosses link i at
+    // last[i] - 1, no sooner than a hop after it crossed the link before.
+    std::vector<uint64_t> last(ports.size());
+    uint64_t end = 0;
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      const auto [first, l] = links_[links[i]].book(head[i], f, 1);
+      end = std::max({i == 0 ? l : std::max(l, end + f_.hop_delay), first + span});
+      last[i] = end;
+    }
     for (std::size_t i = ports.size(); i-- > 0;) {
-      tail[i] = head[i] + span;
+      tail[i] = std::max(head[i] + span, last[i]);
       if (i + 1 < ports.size())
         tail[i] = std::max(tail[i], tail[i + 1] - std::min<uint64_t>(tail[i + 1], f_.hop_delay + f_.credit_flits));
       if (!vcs.empty()) vc_hold_[links[i] * f_.vcs + vcs[i]].reserve(head[i], tail[i]);
@@ -90,13 +103,10 @@ class PodNetwork {
       const uint64_t sent = std::max(head[0] + span, tail[0] - std::min<uint64_t>(tail[0], f_.credit_flits));
       *late = sent - std::min(sent, send_t + f_.send_lead + span);
     }
-    uint64_t end = 0;
-    for (std::size_t i = 0; i < ports.size(); ++i) {
-      const auto [first, last] = links_[links[i]].book(head[i], f, 1);
-      // The last flit crosses this link no sooner than a hop after it crossed the one before
-      // (the flits may have found earlier gaps here than there), nor before its tail's time.
-      end = std::max({i == 0 ? last : std::max(last, end + f_.hop_delay), first + span, tail[i]});
-    }
+    // The tail on the last link (each tail no sooner than a hop after the one before; tail[i] is
+    // at least last[i]).
+    end = tail[0];
+    for (std::size_t i = 1; i < ports.size(); ++i) end = std::max(end + f_.hop_delay, tail[i]);
     const uint64_t idle_end = send_t + f_.send_lead + (ports.size() - 1) * f_.hop_delay + span;  // the last link, idle
     return arrive_t + (end > idle_end ? end - idle_end : 0);
   }
