@@ -45,6 +45,7 @@ add_executable(scale_bench chip/scale_bench.cpp)
 target_include_directories(scale_bench PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/chip)
 target_compile_options(scale_bench PRIVATE ${TP_WARNINGS})
 target_link_libraries(scale_bench PRIVATE ${TP_RTL_BACKENDS} tp_driver CLI11::CLI11 nlohmann_json::nlohmann_json)
+list(APPEND TP_TEST_TARGETS scale_bench)  # scripts.TraceDiff runs it (--only, --trace)
 
 # The pod tests: RTL pods of tiny chips against the golden pod, one pod per process (SystemC).
 add_executable(test_pod pod/test_pod.cpp)
