@@ -81,17 +81,15 @@ class PodNetwork {
       head[i] = vcs.empty() ? from : vc_hold_[links[i] * f_.vcs + vcs[i]].first_fit(from, span);
       from = head[i] + f_.hop_delay;
     }
-    // The flits on each link, in the gaps other transfers left: the last one crosses link i at
-    // last[i] - 1, no sooner than a hop after it crossed the link before.
-    std::vector<uint64_t> last(ports.size());
-    uint64_t end = 0;
+    // The flits on each link, in the gaps other transfers left, from the head on: the tail leaves
+    // link i when its last flit has crossed it, no sooner than a hop after it crossed the link
+    // before, nor than the stream's span after its first (so at least head[i] + span).
     for (std::size_t i = 0; i < ports.size(); ++i) {
-      const auto [first, l] = links_[links[i]].book(head[i], f, 1);
-      end = std::max({i == 0 ? l : std::max(l, end + f_.hop_delay), first + span});
-      last[i] = end;
+      const auto [first, last] = links_[links[i]].book(head[i], f, 1);
+      tail[i] = std::max({i == 0 ? last : std::max(last, tail[i - 1] + f_.hop_delay), first + span});
     }
+    // Then back from the last link: the buffer behind a held tail.
     for (std::size_t i = ports.size(); i-- > 0;) {
-      tail[i] = std::max(head[i] + span, last[i]);
       if (i + 1 < ports.size())
         tail[i] = std::max(tail[i], tail[i + 1] - std::min<uint64_t>(tail[i + 1], f_.hop_delay + f_.credit_flits));
       if (!vcs.empty()) vc_hold_[links[i] * f_.vcs + vcs[i]].reserve(head[i], tail[i]);
@@ -104,8 +102,8 @@ class PodNetwork {
       *late = sent - std::min(sent, send_t + f_.send_lead + span);
     }
     // The tail on the last link (each tail no sooner than a hop after the one before; tail[i] is
-    // at least last[i]).
-    end = tail[0];
+    // at least its last flit's).
+    uint64_t end = tail[0];
     for (std::size_t i = 1; i < ports.size(); ++i) end = std::max(end + f_.hop_delay, tail[i]);
     const uint64_t idle_end = send_t + f_.send_lead + (ports.size() - 1) * f_.hop_delay + span;  // the last link, idle
     return arrive_t + (end > idle_end ? end - idle_end : 0);
